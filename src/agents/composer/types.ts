@@ -17,10 +17,17 @@ export interface ComposeRequest {
   message: string;
   /** Hard ceiling on the answer's length in characters (the caller clamps again). */
   maxChars: number;
+  /** Display name of the person being answered, if known. Untrusted data, like `message`. */
+  correspondent?: string;
+}
+
+/** Per-call options. A composer should stop work and reject when `signal` aborts. */
+export interface ComposeOptions {
+  signal?: AbortSignal;
 }
 
 export interface Composer {
   /** A name for logs and audit records, e.g. "anthropic:claude-sonnet-4-5" or "deterministic". */
   readonly name: string;
-  compose(request: ComposeRequest): Promise<string>;
+  compose(request: ComposeRequest, options?: ComposeOptions): Promise<string>;
 }

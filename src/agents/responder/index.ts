@@ -1,0 +1,11 @@
+/**
+ * The bounded responder's public surface (ADR-0014, docs/agents-responder.md). The daemon
+ * wiring (channel subscription, HTTP ingest, GET /status, CLI) builds on these pieces.
+ */
+export { type Charter, CharterError, type CharterFile, CharterFileSchema, type LoadedCharter, charterBounds, charterSha256, compileKeyword, defaultLimits, envEnabled, findEscalationKeyword, loadCharter, normaliseForMatch, parseCharter } from "./charter.js";
+export { type Dm, type DropReason, type GateEscalation, type GateVerdict, type RateState, clampReply, emptyRateState, extractDm, gateDecision, recordReply, rollDay, utcDay } from "./gate.js";
+export { type AuditBreak, type AuditDetail, AuditChainError, AuditLog, type AuditRecord, type AuditSink, type AuditVerdict, bootAction, chainHash, maxAuditLineBytes, verifyAudit } from "./audit.js";
+export { DedupStore, defaultMaxIds } from "./dedup.js";
+export { PlatformClient, type PlatformClientOptions, PlatformError, type PlatformErrorCode, type PlatformPort, type ThreadMessage, parseTokenFile } from "./platform.js";
+export { AuditReplay, type Clock, type EscalationNotice, type KbPort, type Outcome, type ProcessedIds, Responder, type ResponderDrop, type ResponderEscalation, type ResponderOptions, type ResponderPorts, type ResponderStatus, responderDefaults } from "./responder.js";
+export { type BootOptions, type Booted, bootResponder } from "./boot.js";
