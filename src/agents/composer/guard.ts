@@ -93,6 +93,7 @@ export function clampAtSentence(text: string, maxChars: number): string {
     if (/[.!?…]/u.test(c) && nextIsSpace && i + 1 > half) sentenceCut = i + 1;
     if (/\s/u.test(c) && i > half) spaceCut = i;
   }
+  if (/\s/u.test(points[maxChars]) && maxChars > half) spaceCut = maxChars;
   const cut = sentenceCut > 0 ? sentenceCut : spaceCut > 0 ? spaceCut : maxChars;
   return points.slice(0, cut).join("").trimEnd();
 }
