@@ -1,0 +1,171 @@
+/**
+ * The accounts config (docs/agents-mail.md M1, M2): which addresses the agent reads and
+ * answers from, and the policy numbers. Credentials are never here: each account names a
+ * secret file by path, and nothing in this module reads that file's contents.
+ */
+import { statSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+const accountName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, "a short lowercase name: a-z, 0-9, _ and -");
+const domain = z
+  .string()
+  .regex(/^[a-z0-9.-]+\.[a-z]{2,}$/i, "a domain name")
+  .transform((d) => d.toLowerCase());
+const secretPath = z.string().min(1).describe("path of a KEY=value file holding KANNAKA_MAIL_USER and KANNAKA_MAIL_PASS");
+
+const common = {
+  name: accountName,
+  address: z.email().transform((a) => a.toLowerCase()),
+  display_name: z.string().min(1).max(100).optional(),
+  credentials: secretPath,
+  /**
+   * M14: does the server file an SMTP submission into Sent by itself? Only then may a
+   * receipt that never reached Sent be re-submitted (Stalwart does not: reference §4).
+   */
+  submissions_filed_in_sent: z.boolean().default(true),
+};
+
+export const ImapAccountSchema = z.strictObject({
+  ...common,
+  transport: z.literal("imap"),
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535).default(993),
+});
+
+export const JmapAccountSchema = z.strictObject({
+  ...common,
+  transport: z.literal("jmap"),
+  url: z.url({ protocol: /^https$/ }),
+});
+
+export const AccountSchema = z.discriminatedUnion("transport", [ImapAccountSchema, JmapAccountSchema]);
+
+/** M12: the policy numbers. The reference gives no values; these are ours. */
+export const PolicySchema = z.strictObject({
+  max_replies_per_sender_per_day: z.number().int().min(0).max(50).default(2),
+  max_replies_per_day: z.number().int().min(0).max(500).default(20),
+  first_contact: z.enum(["draft", "send"]).default("draft"),
+});
+
+export const AccountsConfigSchema = z
+  .strictObject({
+    internal_domains: z.array(domain).default([]),
+    policy: PolicySchema.default({ max_replies_per_sender_per_day: 2, max_replies_per_day: 20, first_contact: "draft" }),
+    account: z.array(AccountSchema).min(1).max(32),
+  })
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    for (const [i, a] of cfg.account.entries()) {
+      if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: ["account", i, "name"], message: `duplicate account name ${a.name}` });
+      seen.add(a.name);
+    }
+  });
+
+export type ImapAccount = z.infer<typeof ImapAccountSchema>;
+export type JmapAccount = z.infer<typeof JmapAccountSchema>;
+export type Account = z.infer<typeof AccountSchema>;
+export type MailPolicyConfig = z.infer<typeof PolicySchema>;
+export type AccountsConfig = z.infer<typeof AccountsConfigSchema>;
+
+export type ConfigResult = { ok: true; config: AccountsConfig } | { ok: false; problems: string[] };
+
+/**
+ * Validate an already-parsed config object. Unknown keys are refused (a `password` key is
+ * refused like any other: credentials live in the secret file). Problems name the path and
+ * the rule, never the offending value, so a pasted secret is not echoed back.
+ *
+ * @example parseAccountsConfig({ account: [{ name: "np", address: "k@ninja-portal.com",
+ *   transport: "jmap", url: "https://mail.ninja-portal.com", credentials: "/etc/kannaka/np.env" }] })
+ */
+export function parseAccountsConfig(value: unknown): ConfigResult {
+  const r = AccountsConfigSchema.safeParse(value);
+  if (r.success) return { ok: true, config: r.data };
+  return {
+    ok: false,
+    problems: r.error.issues.map((i) => {
+      const keys = i.code === "unrecognized_keys" ? ` (${i.keys.join(", ")})` : "";
+      const why = i.code === "unrecognized_keys" ? "unknown key; credentials belong in the secret file" : i.message;
+      return `${i.path.join(".") || "(top)"}: ${why}${keys}`;
+    }),
+  };
+}
+
+/** Read `accounts.json` (M1: JSON, not the original's TOML, to need no parser dependency). */
+export function loadAccountsConfig(path: string): ConfigResult {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    return { ok: false, problems: [`${path}: ${(e as NodeJS.ErrnoException).code ?? "not valid JSON"}`] };
+  }
+  return parseAccountsConfig(parsed);
+}
+
+export interface CredentialsStatus {
+  account: string;
+  address: string;
+  transport: "imap" | "jmap";
+  endpoint: string;
+  credentials_path: string;
+  credentials_present: boolean;
+  /** Group- or world-readable beyond 0640 (M2); null when the file is absent. */
+  too_open: boolean | null;
+}
+
+/** What `stat` tells us; injectable so tests need no real files. */
+export type StatFn = (path: string) => { isFile(): boolean; mode: number } | null;
+
+const realStat: StatFn = (path) => {
+  try {
+    return statSync(path);
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * Per account: is its secret file there, and is it private enough? Only `stat` is called;
+ * the file is never opened, so its contents cannot reach any output.
+ *
+ * @example credentialsReport(config).filter((s) => !s.credentials_present)
+ */
+export function credentialsReport(config: AccountsConfig, stat: StatFn = realStat): CredentialsStatus[] {
+  return config.account.map((a) => {
+    const st = stat(a.credentials);
+    const present = st !== null && st.isFile();
+    return {
+      account: a.name,
+      address: a.address,
+      transport: a.transport,
+      endpoint: a.transport === "imap" ? `${a.host}:${a.port}` : a.url,
+      credentials_path: a.credentials,
+      credentials_present: present,
+      // 0600 and 0640 pass; group write or any world bit fails.
+      too_open: present ? (st.mode & 0o027) !== 0 : null,
+    };
+  });
+}
+
+/** One `accounts` line: address, transport, endpoint, secret path with `(MISSING)`. */
+export function formatCredentialsLine(s: CredentialsStatus): string {
+  const mark = !s.credentials_present ? " (MISSING)" : s.too_open ? " (TOO OPEN)" : "";
+  return `${s.account}  ${s.address}  ${s.transport}  ${s.endpoint}  ${s.credentials_path}${mark}`;
+}
+
+/** What the classification and policy need to know about "us" (reference §2.3). */
+export interface MailContext {
+  /** Every account address, lowercased. */
+  selfAddresses: ReadonlySet<string>;
+  internalDomains: ReadonlySet<string>;
+  /** Configured display name per account name. */
+  displayNames: ReadonlyMap<string, string | undefined>;
+}
+
+export function mailContext(config: AccountsConfig): MailContext {
+  return {
+    selfAddresses: new Set(config.account.map((a) => a.address)),
+    internalDomains: new Set(config.internal_domains),
+    displayNames: new Map(config.account.map((a) => [a.name, a.display_name])),
+  };
+}
