@@ -1,0 +1,775 @@
+/**
+ * The engine: stored sentexes as TMS nodes, forward chaining, and belief settling.
+ *
+ * Semantics (design.md "The model", reference §1.5, §1.6, §3), stated as the fixpoint the
+ * incremental code must always agree with:
+ *  1. MONO = monotonic premises, plus every conclusion of a firing whose antecedents are
+ *     all in MONO (a rule confers monotonic strength; a conclusion is as strong as its
+ *     weakest input).
+ *  2. A default sentex is DEFEATED when a MONO sentex of the opposite polarity and the same
+ *     atom sits where some context sees both.
+ *  3. IN = MONO, plus undefeated default premises, plus undefeated conclusions of firings
+ *     whose antecedents are all IN. Everything else is OUT.
+ *  4. Stored = premises, plus conclusions with at least one justification whose
+ *     antecedents are all IN (a defeated conclusion stays stored, OUT, ready to revive).
+ *
+ * A write seeds the nodes it touched; `settle` takes the region those seeds can influence
+ * (dependents through justifications, and opposite-polarity nodes through defeat),
+ * forgets the region's labels and recomputes them in two passes (monotonic, then default)
+ * with the rest of the KB held fixed. Firings are rediscovered semi-naively: a node fires
+ * when it is established, joined only against nodes already established. A conclusion
+ * that would change outside the region widens the region and the settle runs again.
+ * Edge changes (genlCx) move placement and visibility everywhere: they settle every node
+ * that is not inert (inert = a premise no rule reads and nothing opposes).
+ */
+import { KbError, type Problem } from "./errors.js";
+import { type List, type Term, type Bindings, printTerm, parseTerm, matchTerm, substitute, isSymbol, handleOfTerm, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
+import { type Literal, sentenceShape, checkContextName, literalTerm, isContextName } from "./sentence.js";
+import { Topology, UNIVERSE } from "./contexts.js";
+import { MemIndex } from "./memindex.js";
+import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom } from "./node.js";
+
+export type Strength = "default" | "monotonic";
+export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
+
+export interface EngineLimits extends ParseLimits {
+  /** Most justifications one write may create before chaining stops (reported as `bounded`). */
+  maxDerivations: number;
+  /** Deepest derivation chain followed (premises are depth 0). */
+  maxDepth: number;
+}
+
+export const DEFAULT_ENGINE_LIMITS: EngineLimits = {
+  ...DEFAULT_PARSE_LIMITS,
+  maxDerivations: 2_000_000,
+  maxDepth: 10_000,
+};
+
+export interface AddEntry {
+  sentence: string;
+  context: string;
+  strength?: Strength;
+  creator?: string | null;
+}
+
+/** An add that passed its checks, ready to apply. */
+interface PreparedAdd {
+  ctx: string;
+  neg: boolean;
+  atom: List;
+  akey: string;
+  text: string;
+  rule: CompiledRule | null;
+  mark: PremiseMark;
+  creator: string | null;
+}
+
+export interface Bounded {
+  limit: "maxDerivations" | "maxDepth";
+  value: number;
+}
+
+/** What one write did: the storage changes to persist and the belief diff to publish. */
+export interface WriteOutcome {
+  /** Seq this write took, or undefined when it changed nothing. */
+  seq: number | undefined;
+  /** Handle of each add entry, in order. */
+  addedHandles: number[];
+  /** Whether each add entry stored a new sentex. */
+  createdFlags: boolean[];
+  /** Handles removed from the store (retracted, cascaded, unsupported). */
+  removedHandles: number[];
+  created: Node[];
+  updated: Node[];
+  deleted: { node: Node; reason: RemovalReason }[];
+  beliefAdded: Node[];
+  beliefRemoved: { node: Node; reason: RemovalReason }[];
+  bounded: Bounded | undefined;
+}
+
+export interface Clash {
+  kind: "contradiction" | "conflict";
+  sides: [Node, Node];
+}
+
+export class Engine {
+  readonly index = new MemIndex();
+  readonly topology = new Topology();
+  private readonly rulesByKey = new Map<string, { rule: Node; i: number }[]>();
+  /** Predicate keys some stored rule reads: nodes under them are never inert. */
+  private readonly ruleReads = new Map<string, number>();
+  nextHandle = 1;
+  headSeq = 0;
+  readonly limits: EngineLimits;
+  private readonly now: () => number;
+
+  // Per-write state.
+  private before = new Map<Node, Label | -1>();
+  private removalReason = new Map<Node, RemovalReason>();
+  private created: Node[] = [];
+  private updated = new Set<Node>();
+  private deletedNodes: { node: Node; reason: RemovalReason }[] = [];
+  private derivations = 0;
+  private bounded: Bounded | undefined;
+  private writeSeq = 0;
+  private topologyChanged = false;
+  /** Identity -> [handle, seq] of derived rows read from the store; reused on rebuild. */
+  private reuse: Map<string, [number, number]> | undefined;
+
+  constructor(opts: { limits?: Partial<EngineLimits>; now?: () => number } = {}) {
+    this.limits = { ...DEFAULT_ENGINE_LIMITS, ...opts.limits };
+    this.now = opts.now ?? Date.now;
+  }
+
+  // ---------------------------------------------------------------- checks
+
+  /**
+   * Parse and check one add against the KB as it stands (minus the handles `removing`).
+   * Throws a KbError; returns the prepared entry.
+   */
+  prepare(entry: AddEntry, removing: ReadonlySet<number> = new Set(), batch: PreparedAdd[] = []): PreparedAdd {
+    if (entry === null || typeof entry !== "object") throw new KbError("shape", "an add entry must be {sentence, context, strength?}");
+    if (typeof entry.sentence !== "string") throw new KbError("shape", "sentence must be text");
+    let ctx = checkContextName(entry.context);
+    const strength = entry.strength ?? "default";
+    if (strength !== "default" && strength !== "monotonic") throw new KbError("shape", `strength must be "default" or "monotonic", got ${JSON.stringify(strength)}`);
+    let mark: PremiseMark = strength === "monotonic" ? 2 : 1;
+    const term = parseTerm(entry.sentence, this.limits);
+    const parsed = sentenceShape(term);
+    if (parsed.kind === "rule") {
+      const text = printTerm(parsed.term);
+      const rule: CompiledRule = {
+        antecedents: parsed.rule.antecedents,
+        keys: parsed.rule.antecedents.map((a) => predKey(a.neg, a.atom[0] as string)),
+        consequent: parsed.rule.consequent,
+      };
+      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx);
+      return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
+    }
+    const { neg, atom } = parsed.lit;
+    if (atom[0] === "genlCx") {
+      if (atom.length !== 3 || !isContextName(atom[1]) || !isContextName(atom[2])) {
+        throw new KbError("naming", "(genlCx Sub Super) takes two context names such as CxDeploy");
+      }
+      ctx = UNIVERSE; // forced into CxUniverse, monotonic topology (reference §2.1)
+      mark = 2;
+    }
+    this.checkArity(parsed.lit, ctx);
+    if (!neg) this.checkFunctional(atom, ctx, removing, batch);
+    this.checkTarget(atom, removing);
+    const akey = printTerm(atom);
+    return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
+  }
+
+  /** Every problem of a batch, each with where it is; stores nothing. */
+  checkEdit(add: readonly AddEntry[], remove: readonly unknown[]): { problems: Problem[]; prepared: PreparedAdd[] } {
+    const problems: Problem[] = [];
+    const removing = new Set<number>();
+    remove.forEach((h, index) => {
+      if (typeof h !== "number" || !Number.isSafeInteger(h) || h < 1) {
+        problems.push({ type: "bad-request", error: `remove entries are handles (positive integers), got ${JSON.stringify(h)}`, in: "remove", index });
+      } else if (!this.index.byHandle.has(h)) {
+        problems.push({ type: "unknown-handle", error: `no sentex has handle ${h}`, in: "remove", index });
+      } else removing.add(h);
+    });
+    const prepared: PreparedAdd[] = [];
+    add.forEach((entry, index) => {
+      try {
+        prepared.push(this.prepare(entry, removing, prepared));
+      } catch (e) {
+        if (!(e instanceof KbError)) throw e;
+        problems.push({ type: e.type, error: e.message, in: "add", index });
+      }
+    });
+    return { problems, prepared };
+  }
+
+  private declaredArity(pred: string, ctx: string): number | undefined {
+    const cone = this.topology.up(ctx);
+    const markers: [string, number | null][] = [
+      ["arity", null],
+      ["unaryPredicate", 1],
+      ["binaryPredicate", 2],
+      ["ternaryPredicate", 3],
+      ["quaternaryPredicate", 4],
+    ];
+    for (const [marker, n] of markers) {
+      for (const m of this.index.candidates(marker, [marker, pred])) {
+        if (m.label === OUT || !cone.has(m.ctx) || m.atom[1] !== pred) continue;
+        if (n !== null) return n;
+        const v = m.atom[2];
+        if (typeof v === "string" && /^[0-9]+$/.test(v)) return Number(v);
+      }
+    }
+    return undefined;
+  }
+
+  private checkArity(lit: Literal, ctx: string): void {
+    const pred = lit.atom[0] as string;
+    const declared = this.declaredArity(pred, ctx);
+    const given = lit.atom.length - 1;
+    if (declared !== undefined && declared !== given) {
+      throw new KbError("arity", `${pred} takes ${declared} argument${declared === 1 ? "" : "s"} where ${ctx} is, got ${given}: ${printTerm(lit.atom)}`);
+    }
+  }
+
+  private isMarked(marker: string, pred: string, ctx?: string): boolean {
+    const cone = ctx ? this.topology.up(ctx) : undefined;
+    for (const m of this.index.candidates(marker, [marker, pred])) {
+      if (m.label !== OUT && m.atom[1] === pred && (!cone || cone.has(m.ctx))) return true;
+    }
+    return false;
+  }
+
+  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[]): void {
+    const pred = atom[0] as string;
+    if (atom.length < 3 || !this.isMarked("functional", pred, ctx)) return;
+    const value = atom[2]!;
+    if (isSymbol(value) || typeof value !== "string") return; // symbols merge by equality; only other values clash
+    const cone = this.topology.up(ctx);
+    const clash = (other: Term) => typeof other === "string" && !isSymbol(other) && other !== value;
+    for (const n of this.index.candidates(pred, [pred, atom[1]!])) {
+      if (n.label === OUT || removing.has(n.h) || !cone.has(n.ctx) || printTerm(n.atom[1]!) !== printTerm(atom[1]!)) continue;
+      if (clash(n.atom[2]!)) {
+        throw new KbError("functional", `${pred} is functional: ${printTerm(atom[1]!)} already has ${printTerm(n.atom[2]!)} (handle ${n.h}); retract it first or replace it in one edit`);
+      }
+    }
+    for (const b of batch) {
+      if (!b.neg && b.atom[0] === pred && printTerm(b.atom[1]!) === printTerm(atom[1]!) && clash(b.atom[2]!) && this.topology.up(ctx).has(b.ctx)) {
+        throw new KbError("functional", `${pred} is functional: this batch gives ${printTerm(atom[1]!)} two values`);
+      }
+    }
+  }
+
+  /** A target-following meta-sentex must name stored targets (wire.md: never outlives nor predates its target). */
+  private checkTarget(atom: List, removing: ReadonlySet<number>): void {
+    const pred = atom[0] as string;
+    if (!this.isMarked("targetFollowingPredicate", pred)) return;
+    const visit = (t: Term): void => {
+      if (typeof t === "string") return;
+      const h = handleOfTerm(t);
+      if (h !== undefined) {
+        if (!this.index.byHandle.has(h) || removing.has(h)) throw new KbError("dangling-target", `${pred} names (sentexHandle ${h}), which is not stored`);
+        return;
+      }
+      for (const x of t) visit(x);
+    };
+    for (let i = 1; i < atom.length; i++) visit(atom[i]!);
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /**
+   * Apply a checked batch: adds, then removes (with the target-following cascade), settled
+   * as one write. Callers check first (prepare/checkEdit): apply never refuses.
+   */
+  apply(adds: readonly PreparedAdd[], removes: readonly number[], seq: number): WriteOutcome {
+    this.beginWrite(seq);
+    const addedHandles: number[] = [];
+    const createdFlags: boolean[] = [];
+    const seeds = new Set<Node>();
+    for (const a of adds) {
+      const [n, created] = this.applyAdd(a, seeds);
+      addedHandles.push(n.h);
+      createdFlags.push(created);
+    }
+    let retracting: Node[] = [];
+    for (const h of removes) {
+      const n = this.index.byHandle.get(h);
+      if (n) retracting.push(n);
+    }
+    let reason: RemovalReason = "retracted";
+    let cascadedUpTo = 0;
+    for (;;) {
+      for (const n of retracting) {
+        if (n.gone || n.premise === 0) continue;
+        n.premise = 0;
+        this.updated.add(n);
+        if (!this.removalReason.has(n)) this.removalReason.set(n, reason);
+        if (n.atom[0] === "genlCx" && this.topology.removeEdge(n.atom[1] as string, n.atom[2] as string)) this.topologyChanged = true;
+        seeds.add(n);
+      }
+      this.settle(seeds);
+      seeds.clear();
+      // K-cascade: every marked meta-sentex naming a sentex that left the store goes too.
+      const next: Node[] = [];
+      for (; cascadedUpTo < this.deletedNodes.length; cascadedUpTo++) {
+        const gone = this.deletedNodes[cascadedUpTo]!.node;
+        for (const m of this.index.mentioning(gone.h)) {
+          if (!m.gone && m.premise !== 0 && this.isMarked("targetFollowingPredicate", m.atom[0] as string)) next.push(m);
+        }
+      }
+      if (next.length === 0) break;
+      retracting = next;
+      reason = "cascade";
+    }
+    return this.endWrite(addedHandles, createdFlags);
+  }
+
+  private applyAdd(a: PreparedAdd, seeds: Set<Node>): [Node, boolean] {
+    const existing = this.index.find(a.ctx, a.neg, a.akey);
+    if (existing) {
+      if (existing.premise < a.mark) {
+        if (existing.premise === 0 && existing.creator === null) {
+          existing.creator = a.creator;
+          existing.createdAt = this.now();
+        }
+        existing.premise = a.mark;
+        this.updated.add(existing);
+        seeds.add(existing);
+      }
+      return [existing, false];
+    }
+    const n = this.newNode(a.ctx, a.neg, a.atom, a.akey, a.text, a.rule, a.mark, a.creator);
+    if (a.atom[0] === "genlCx" && !a.neg) {
+      n.label = IN_MONO; // topology is read during this very settle
+      if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, n.h)) this.topologyChanged = true;
+    }
+    seeds.add(n);
+    return [n, true];
+  }
+
+  private newNode(ctx: string, neg: boolean, atom: List, akey: string, text: string, rule: CompiledRule | null, mark: PremiseMark, creator: string | null): Node {
+    let h: number;
+    let seq = this.writeSeq;
+    const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey)) : undefined;
+    if (reused) [h, seq] = reused;
+    else h = this.nextHandle++;
+    const n: Node = {
+      h, ctx, neg, atom, akey, text, rule,
+      premise: mark,
+      creator: mark === 0 ? null : creator,
+      createdAt: mark === 0 ? 0 : this.now(),
+      seq,
+      label: OUT,
+      depth: 0,
+      just: null,
+      deps: null,
+      gone: false,
+    };
+    this.index.add(n);
+    if (rule) this.indexRule(n);
+    this.before.set(n, -1);
+    if (!reused) this.created.push(n);
+    return n;
+  }
+
+  private indexRule(n: Node): void {
+    const r = n.rule!;
+    r.keys.forEach((key, i) => {
+      let list = this.rulesByKey.get(key);
+      if (!list) this.rulesByKey.set(key, (list = []));
+      list.push({ rule: n, i });
+      this.ruleReads.set(key, (this.ruleReads.get(key) ?? 0) + 1);
+    });
+  }
+
+  private unindexRule(n: Node): void {
+    n.rule!.keys.forEach((key) => {
+      const list = this.rulesByKey.get(key);
+      if (list) {
+        const kept = list.filter((e) => e.rule !== n);
+        if (kept.length) this.rulesByKey.set(key, kept);
+        else this.rulesByKey.delete(key);
+      }
+      const c = (this.ruleReads.get(key) ?? 1) - 1;
+      if (c > 0) this.ruleReads.set(key, c);
+      else this.ruleReads.delete(key);
+    });
+  }
+
+  private beginWrite(seq: number): void {
+    this.before = new Map();
+    this.removalReason = new Map();
+    this.created = [];
+    this.updated = new Set();
+    this.deletedNodes = [];
+    this.derivations = 0;
+    this.bounded = undefined;
+    this.writeSeq = seq;
+    this.topologyChanged = false;
+  }
+
+  private endWrite(addedHandles: number[], createdFlags: boolean[]): WriteOutcome {
+    const beliefAdded: Node[] = [];
+    const beliefRemoved: { node: Node; reason: RemovalReason }[] = [];
+    for (const [n, was] of this.before) {
+      const wasIn = was > 0;
+      const isIn = !n.gone && n.label > 0;
+      if (!wasIn && isIn) beliefAdded.push(n);
+      else if (wasIn && !isIn) beliefRemoved.push({ node: n, reason: n.gone ? (this.removalReason.get(n) ?? "unsupported") : "defeated" });
+    }
+    beliefAdded.sort((a, b) => a.h - b.h);
+    beliefRemoved.sort((a, b) => a.node.h - b.node.h);
+    const createdSet = new Set(this.created);
+    const created = this.created.filter((n) => !n.gone);
+    const deleted = this.deletedNodes.filter((d) => !createdSet.has(d.node));
+    const updated = [...this.updated].filter((n) => !n.gone && !createdSet.has(n));
+    const changed = created.length + updated.length + deleted.length + beliefAdded.length + beliefRemoved.length > 0;
+    if (changed) this.headSeq = this.writeSeq; // else the write takes no seq
+    const out: WriteOutcome = {
+      seq: changed ? this.writeSeq : undefined,
+      addedHandles,
+      createdFlags,
+      removedHandles: deleted.map((d) => d.node.h).sort((a, b) => a - b),
+      created,
+      updated,
+      deleted,
+      beliefAdded,
+      beliefRemoved,
+      bounded: this.bounded,
+    };
+    this.before = new Map();
+    this.removalReason = new Map();
+    return out;
+  }
+
+  // ---------------------------------------------------------------- settle
+
+  private settle(seeds: Set<Node>): void {
+    let region: Set<Node>;
+    if (this.topologyChanged) {
+      region = new Set();
+      for (const n of this.index.byHandle.values()) if (!this.isInert(n)) region.add(n);
+      for (const s of seeds) region.add(s);
+      this.topologyChanged = false;
+    } else region = this.closure(seeds);
+    for (;;) {
+      for (const n of region) if (!this.before.has(n)) this.before.set(n, n.label);
+      const widen = this.relabel(region);
+      if (widen.size === 0) break;
+      for (const n of widen) region.add(n);
+      region = this.closure(region);
+    }
+    this.finalize(region);
+  }
+
+  /** A premise that no rule reads and nothing opposes: no write elsewhere can move it. */
+  private isInert(n: Node): boolean {
+    return n.premise !== 0 && !n.rule && !n.just && !this.ruleReads.has(nodePredKey(n)) && !this.index.hasOpposite(n) && n.atom[0] !== "genlCx";
+  }
+
+  /** The seeds plus everything their labels can reach: dependents and opposites. */
+  private closure(seeds: Iterable<Node>): Set<Node> {
+    const region = new Set<Node>();
+    const stack: Node[] = [];
+    for (const s of seeds) if (!s.gone && !region.has(s)) {
+      region.add(s);
+      stack.push(s);
+    }
+    while (stack.length) {
+      const n = stack.pop()!;
+      if (n.deps) for (const j of n.deps) if (!region.has(j.concl)) {
+        region.add(j.concl);
+        stack.push(j.concl);
+      }
+      if (this.index.hasOpposite(n)) for (const o of this.index.withAtom(n.akey)) if (o.neg !== n.neg && !region.has(o)) {
+        region.add(o);
+        stack.push(o);
+      }
+    }
+    return region;
+  }
+
+  /** Recompute labels inside `region`; returns nodes outside it that would change. */
+  private relabel(region: Set<Node>): Set<Node> {
+    const widen = new Set<Node>();
+    // Reset: forget labels, and forget justifications that lean on the region (they are
+    // rediscovered by firing if still valid).
+    for (const n of region) n.label = OUT;
+    for (const n of region) {
+      if (!n.just) continue;
+      n.just = n.just.filter((j) => {
+        const keep = !region.has(j.rule) && !j.ants.some((a) => region.has(a));
+        if (!keep) this.unlinkDeps(j);
+        return keep;
+      });
+      if (n.just.length === 0) n.just = null;
+    }
+    const queue: Node[] = [];
+    const establish = (n: Node, label: Label) => {
+      n.label = label;
+      queue.push(n);
+    };
+    const conclude = (c: Node, strength: Label, pass: 1 | 2) => {
+      if (region.has(c)) {
+        if (pass === 2 && strength === IN_MONO && c.label !== IN_MONO) establish(c, IN_MONO);
+        else if (pass === 1 && c.label === OUT && !this.defeated(c)) establish(c, IN_DEFAULT);
+      } else if ((strength === IN_MONO && c.label !== IN_MONO) || (c.label === OUT && !this.defeated(c))) {
+        widen.add(c);
+      }
+    };
+    // Pass 1: the monotonic closure. Rules are established first so they fire once fully.
+    for (const n of region) if (n.rule && n.premise !== 0) establish(n, IN_MONO);
+    for (const n of region) {
+      if (n.rule || n.label !== OUT) continue;
+      if (n.premise === 2 || this.validJust(n, IN_MONO)) establish(n, IN_MONO);
+    }
+    this.drain(queue, region, (c, s) => conclude(c, s, 2));
+    // Pass 2: defaults, with defeat fixed by the monotonic labels.
+    for (const n of region) {
+      if (n.label !== OUT || n.rule) continue;
+      if ((n.premise === 1 || this.validJust(n, IN_DEFAULT)) && !this.defeated(n)) establish(n, IN_DEFAULT);
+    }
+    this.drain(queue, region, (c, s) => conclude(c, s, 1));
+    return widen;
+  }
+
+  private drain(queue: Node[], region: Set<Node>, conclude: (c: Node, strength: Label) => void): void {
+    while (queue.length) {
+      const n = queue.pop()!;
+      if (n.rule) this.fireRule(n, region, conclude);
+      else this.fireFact(n, region, conclude);
+    }
+  }
+
+  private validJust(n: Node, atLeast: Label): boolean {
+    if (!n.just) return false;
+    for (const j of n.just) if (this.justStrength(j) >= atLeast) return true;
+    return false;
+  }
+
+  private justStrength(j: Justification): Label {
+    if (j.rule.label === OUT) return OUT;
+    let s: Label = IN_MONO;
+    for (const a of j.ants) if (a.label < s) s = a.label;
+    return s;
+  }
+
+  /** A default sentex is defeated by a monotonic opposite where some context sees both. */
+  private defeated(n: Node): boolean {
+    if (!this.index.hasOpposite(n)) return false;
+    for (const o of this.index.withAtom(n.akey)) {
+      if (o.neg !== n.neg && o.label === IN_MONO && this.topology.meet(n.ctx, o.ctx)) return true;
+    }
+    return false;
+  }
+
+  private fireFact(n: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+    const rules = this.rulesByKey.get(nodePredKey(n));
+    if (!rules) return;
+    for (const { rule, i } of rules) {
+      if (rule.label === OUT) continue;
+      const b = matchTerm(rule.rule!.antecedents[i]!.atom, n.atom, {});
+      if (!b) continue;
+      const ants: Node[] = new Array(rule.rule!.antecedents.length);
+      ants[i] = n;
+      this.join(rule, 0, i, b, ants, region, conclude);
+    }
+  }
+
+  private fireRule(r: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+    const ants: Node[] = new Array(r.rule!.antecedents.length);
+    this.join(r, 0, -1, {}, ants, region, conclude);
+  }
+
+  /** Join antecedent `k` onward (skipping `fixed`) against established nodes. */
+  private join(r: Node, k: number, fixed: number, b: Bindings, ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+    if (this.bounded) return;
+    const rule = r.rule!;
+    if (k === rule.antecedents.length) {
+      this.fire(r, ants, b, region, conclude);
+      return;
+    }
+    if (k === fixed) {
+      this.join(r, k + 1, fixed, b, ants, region, conclude);
+      return;
+    }
+    const lit = rule.antecedents[k]!;
+    const pattern = substitute(lit.atom, b) as List;
+    for (const c of this.index.candidates(rule.keys[k]!, pattern)) {
+      if (c.label === OUT) continue;
+      const b2 = matchTerm(lit.atom, c.atom, b);
+      if (!b2) continue;
+      ants[k] = c;
+      this.join(r, k + 1, fixed, b2, ants, region, conclude);
+    }
+  }
+
+  private fire(r: Node, antsIn: Node[], b: Bindings, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+    const ants = antsIn.slice();
+    const places = this.topology.placement([r.ctx, ...ants.map((a) => a.ctx)]);
+    if (places.length === 0) return;
+    let depth = 0;
+    let strength: Label = IN_MONO;
+    for (const a of ants) {
+      if (a.depth > depth) depth = a.depth;
+      if (a.label < strength) strength = a.label;
+    }
+    depth += 1;
+    if (depth > this.limits.maxDepth) {
+      this.bounded = { limit: "maxDepth", value: this.limits.maxDepth };
+      return;
+    }
+    const cons = r.rule!.consequent;
+    const atom = substitute(cons.atom, b) as List;
+    const akey = printTerm(atom);
+    for (const ctx of places) {
+      let c = this.index.find(ctx, cons.neg, akey);
+      if (!c) {
+        if (++this.derivations > this.limits.maxDerivations) {
+          this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
+          return;
+        }
+        c = this.newNode(ctx, cons.neg, atom, akey, cons.neg ? `(not ${akey})` : akey, null, 0, null);
+        c.depth = depth;
+        region.add(c);
+      } else if (c.just && c.just.some((j) => j.rule === r && sameAnts(j.ants, ants))) {
+        conclude(c, strength);
+        continue;
+      }
+      const j: Justification = { rule: r, ants, concl: c };
+      c.just = pushTo(c.just, j);
+      r.deps = pushTo(r.deps, j);
+      for (const a of ants) a.deps = pushTo(a.deps, j);
+      if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
+      conclude(c, strength);
+    }
+  }
+
+  private unlinkDeps(j: Justification): void {
+    removeFrom(j.rule.deps, j);
+    for (const a of j.ants) removeFrom(a.deps, j);
+  }
+
+  /** After relabelling: drop what lost all support; keep defeated sentexes stored. */
+  private finalize(region: Set<Node>): void {
+    for (const n of region) {
+      if (n.gone || n.label !== OUT || n.premise !== 0) continue;
+      if (n.just && n.just.some((j) => j.rule.label !== OUT && j.ants.every((a) => a.label !== OUT))) continue;
+      this.deleteNode(n);
+    }
+  }
+
+  private deleteNode(n: Node): void {
+    n.gone = true;
+    if (n.just) for (const j of n.just) this.unlinkDeps(j);
+    n.just = null;
+    if (n.deps) for (const j of [...n.deps]) {
+      const c = j.concl;
+      if (c.just) {
+        removeFrom(c.just, j);
+        if (c.just.length === 0) c.just = null;
+      }
+      this.unlinkDeps(j);
+    }
+    n.deps = null;
+    this.index.remove(n);
+    if (n.rule) this.unindexRule(n);
+    this.deletedNodes.push({ node: n, reason: this.removalReason.get(n) ?? "unsupported" });
+  }
+
+  // ---------------------------------------------------------------- rebuild
+
+  /**
+   * Rebuild from stored rows (premises and derived) in handle order, then settle every
+   * node once. Derived rows keep their handles when re-derived; rows no longer derivable
+   * are reported in `deleted`.
+   */
+  rebuild(rows: Iterable<StoredRow>, nextHandle: number, headSeq: number): WriteOutcome {
+    this.reuse = new Map();
+    this.nextHandle = nextHandle;
+    this.headSeq = headSeq;
+    this.beginWrite(headSeq);
+    const premises: Node[] = [];
+    for (const row of rows) {
+      const term = parseTerm(row.sentence, { maxSentenceChars: Infinity, maxDepth: Infinity });
+      const parsed = sentenceShape(term);
+      if (row.premise === 0) {
+        if (parsed.kind === "fact") this.reuse.set(identityKey(row.context, parsed.lit.neg, printTerm(parsed.lit.atom)), [row.handle, row.seq]);
+        continue;
+      }
+      let rule: CompiledRule | null = null;
+      let neg = false;
+      let atom: List;
+      if (parsed.kind === "rule") {
+        rule = { antecedents: parsed.rule.antecedents, keys: parsed.rule.antecedents.map((a) => predKey(a.neg, a.atom[0] as string)), consequent: parsed.rule.consequent };
+        atom = parsed.term;
+      } else {
+        neg = parsed.lit.neg;
+        atom = parsed.lit.atom;
+      }
+      const akey = printTerm(atom);
+      const n: Node = {
+        h: row.handle, ctx: row.context, neg, atom, akey, text: row.sentence, rule,
+        premise: row.premise, creator: row.creator, createdAt: row.createdAt, seq: row.seq,
+        label: OUT, depth: 0, just: null, deps: null, gone: false,
+      };
+      this.index.add(n);
+      if (rule) this.indexRule(n);
+      if (atom[0] === "genlCx" && !neg) {
+        n.label = IN_MONO;
+        this.topology.addEdge(atom[1] as string, atom[2] as string, n.h);
+      }
+      premises.push(n);
+    }
+    // Inert premises are IN right away; everything else settles together.
+    for (const n of premises) if (this.isInert(n) && !this.defeatable(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
+    this.topologyChanged = true;
+    this.settle(new Set());
+    const reusedHandles = new Set([...this.index.byHandle.values()].filter((n) => n.premise === 0).map((n) => n.h));
+    const stale = [...this.reuse.values()].filter(([h]) => !reusedHandles.has(h)).map(([h]) => h);
+    this.reuse = undefined;
+    const out = this.endWrite([], []);
+    out.removedHandles = stale;
+    this.headSeq = headSeq;
+    return out;
+  }
+
+  private defeatable(n: Node): boolean {
+    return this.index.hasOpposite(n);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Believed clashes visible from `ctx`: default/default contradictions and monotonic conflicts. */
+  clashes(ctx: string): Clash[] {
+    const cone = this.topology.up(ctx);
+    const out: Clash[] = [];
+    for (const akey of this.index.opposed) {
+      const nodes = this.index.withAtom(akey).filter((n) => n.label !== OUT && cone.has(n.ctx));
+      for (const p of nodes) {
+        if (p.neg) continue;
+        for (const q of nodes) {
+          if (!q.neg) continue;
+          out.push({ kind: p.label === IN_MONO && q.label === IN_MONO ? "conflict" : "contradiction", sides: [p, q] });
+        }
+      }
+    }
+    out.sort((a, b) => a.sides[0].h - b.sides[0].h || a.sides[1].h - b.sides[1].h);
+    return out;
+  }
+
+  /** The genlCx edge handles a justification's firing crossed from its placement up to each source. */
+  edgesCrossed(j: Justification): number[] {
+    const edges = new Set<number>();
+    for (const src of [j.rule.ctx, ...j.ants.map((a) => a.ctx)]) for (const e of this.topology.path(j.concl.ctx, src)) edges.add(e);
+    return [...edges].sort((a, b) => a - b);
+  }
+
+  literalOf(n: Node): Literal {
+    return { neg: n.neg, atom: n.atom };
+  }
+
+  sentenceOf(n: Node): List {
+    return literalTerm({ neg: n.neg, atom: n.atom });
+  }
+}
+
+export interface StoredRow {
+  handle: number;
+  context: string;
+  sentence: string;
+  premise: PremiseMark;
+  creator: string | null;
+  createdAt: number;
+  seq: number;
+}
+
+const identityKey = (ctx: string, neg: boolean, akey: string) => `${ctx}\u0000${neg ? "-" : "+"}\u0000${akey}`;
+
+function sameAnts(a: readonly Node[], b: readonly Node[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

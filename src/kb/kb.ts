@@ -1,0 +1,373 @@
+/**
+ * The in-process API (`openKb`) that the daemon, the local medium, the tests and the
+ * benchmarks all use: the engine in memory, the SQLite store of record under it, one
+ * global `seq` per write, and the durable change feed's events.
+ *
+ *   const kb = await openKb({ path: "./data/koinii.db" });
+ *   const { handle, seq } = await kb.assert("(dog Muffet)", "CxPets");
+ *   kb.query("(dog ?x)", "CxPets").solutions; // [{ "?x": "Muffet" }]
+ *
+ * K9: a write is checked and applied synchronously (no await between check and apply),
+ * persisted into the turn's open transaction, and answered only after the group commit;
+ * its event is handed to listeners right after the commit, in seq order.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { KbError, type Problem } from "./errors.js";
+import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded } from "./engine.js";
+import { Store, type Durability } from "./store.js";
+import { type Node, OUT, IN_MONO } from "./node.js";
+import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
+import { goalShape, literalShape, checkContextName } from "./sentence.js";
+import { solve, matchExact } from "./query.js";
+import { loadContextsDir } from "./loader.js";
+
+export interface SentexRecord {
+  handle: number;
+  sentence: string;
+  context: string;
+  truth: "true" | "false";
+  strength: Strength;
+  creator: string | null;
+  createdAt: number;
+  seq: number;
+  derived: boolean;
+  believed: boolean;
+  locator: string;
+}
+
+export interface RemovedEntry {
+  handle: number;
+  sentence: string;
+  context: string;
+  reason: RemovalReason;
+}
+
+/** One write's belief diff (K2): what entered belief and what left it, with why. */
+export interface FeedEvent {
+  seq: number;
+  added: SentexRecord[];
+  removed: RemovedEntry[];
+  bounded?: Bounded;
+}
+
+export interface AssertResult {
+  handle: number;
+  seq: number;
+  created: boolean;
+  bounded?: Bounded;
+}
+
+export interface EditBatch {
+  add?: AddEntry[];
+  remove?: number[];
+}
+
+export interface EditResult {
+  seq: number;
+  added: number[];
+  removed: number[];
+  bounded?: Bounded;
+}
+
+export interface WhyResult {
+  believed: boolean;
+  premise: boolean;
+  strength?: Strength;
+  support: { rule: number; antecedents: number[]; edges: number[] }[];
+  reason?: "defeated" | "unsupported" | "retracted" | "cascade";
+}
+
+export interface ClashSide {
+  handle: number;
+  sentence: string;
+  context: string;
+  strength: Strength;
+  derived: boolean;
+}
+
+export interface ClashEntry {
+  id: string;
+  kind: "contradiction" | "conflict";
+  sides: [ClashSide, ClashSide];
+}
+
+export interface KbOptions {
+  /** SQLite file; created with its directory when missing. ":memory:" for a throwaway KB. */
+  path: string;
+  durability?: Durability;
+  limits?: Partial<EngineLimits>;
+  /** Load every `<dir>/*.kb` file at open (idempotent). */
+  contextsDir?: string;
+  /** How many feed events the durable log keeps (older ones are pruned). */
+  feedRetentionEvents?: number;
+  /** Injected clock (epoch ms) for createdAt. */
+  now?: () => number;
+  /** Most solutions a query returns unless it asks for fewer. */
+  maxQuerySolutions?: number;
+}
+
+export type EventListener = (event: FeedEvent) => void;
+
+export class Kb {
+  readonly engine: Engine;
+  readonly store: Store;
+  readonly durability: Durability;
+  readonly feedRetentionEvents: number;
+  readonly maxQuerySolutions: number;
+  private readonly listeners = new Set<EventListener>();
+  private closed = false;
+  private writesSinceprune = 0;
+
+  private constructor(engine: Engine, store: Store, opts: KbOptions) {
+    this.engine = engine;
+    this.store = store;
+    this.durability = opts.durability ?? "full";
+    this.feedRetentionEvents = opts.feedRetentionEvents ?? 1_000_000;
+    this.maxQuerySolutions = opts.maxQuerySolutions ?? 10_000;
+  }
+
+  static async open(opts: KbOptions): Promise<Kb> {
+    if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
+    const store = await Store.open(opts.path, opts.durability ?? "full");
+    const engine = new Engine({ limits: opts.limits, now: opts.now });
+    const meta = store.meta();
+    const rebuilt = engine.rebuild(store.rows(), meta.nextHandle, meta.headSeq);
+    const kb = new Kb(engine, store, opts);
+    // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
+    if (rebuilt.created.length || rebuilt.removedHandles.length) {
+      store.begin();
+      for (const n of rebuilt.created) store.insertSentex(kb.row(n));
+      for (const h of rebuilt.removedHandles) store.deleteSentex(h, "unsupported", meta.headSeq);
+      store.setMeta({ nextHandle: engine.nextHandle, headSeq: engine.headSeq });
+      store.commit();
+    }
+    if (opts.contextsDir) await loadContextsDir(kb, opts.contextsDir);
+    return kb;
+  }
+
+  get headSeq(): number {
+    return this.engine.headSeq;
+  }
+
+  get size(): number {
+    return this.engine.index.size;
+  }
+
+  // ------------------------------------------------------------ writes
+
+  /**
+   * Assert one sentence. Identity is (context, truth, canonical sentence): a repeat
+   * returns the same handle, `created: false`, and the seq that stored it.
+   */
+  async assert(sentence: string, context: string, opts: { strength?: Strength; creator?: string | null } = {}): Promise<AssertResult> {
+    this.checkOpen();
+    const prepared = this.engine.prepare({ sentence, context, strength: opts.strength, creator: opts.creator ?? null });
+    const outcome = this.write([prepared], []);
+    const handle = outcome.addedHandles[0]!;
+    const node = this.engine.index.byHandle.get(handle);
+    await this.store.durable();
+    const result: AssertResult = { handle, seq: outcome.seq ?? node?.seq ?? this.headSeq, created: outcome.createdFlags[0]! };
+    if (outcome.bounded) result.bounded = outcome.bounded;
+    return result;
+  }
+
+  /** Retract a stored sentex (and, recursively, every target-following meta-sentex naming it). */
+  async retract(handle: number): Promise<{ seq: number; removed: number[] }> {
+    this.checkOpen();
+    if (!Number.isSafeInteger(handle) || handle < 1) throw new KbError("bad-request", `a handle is a positive integer, got ${JSON.stringify(handle)}`);
+    if (!this.engine.index.byHandle.has(handle)) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
+    const outcome = this.write([], [handle]);
+    await this.store.durable();
+    return { seq: outcome.seq ?? this.headSeq, removed: outcome.removedHandles };
+  }
+
+  /** Every problem a batch would meet, each with `in` and `index`; stores nothing. */
+  checkEdit(batch: EditBatch): Problem[] {
+    return this.engine.checkEdit(batch.add ?? [], batch.remove ?? []).problems;
+  }
+
+  /**
+   * Apply a batch atomically (K3): every entry is checked first, one problem refuses the
+   * whole batch (`inadmissible`, with `problems`) and stores nothing; adds land before
+   * removes and the batch settles once, as one seq and one event.
+   */
+  async edit(batch: EditBatch): Promise<EditResult> {
+    this.checkOpen();
+    const { problems, prepared } = this.engine.checkEdit(batch.add ?? [], batch.remove ?? []);
+    if (problems.length) throw new KbError("inadmissible", `the batch has ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was stored`, { problems });
+    const outcome = this.write(prepared, batch.remove ?? []);
+    await this.store.durable();
+    const result: EditResult = { seq: outcome.seq ?? this.headSeq, added: outcome.addedHandles, removed: outcome.removedHandles };
+    if (outcome.bounded) result.bounded = outcome.bounded;
+    return result;
+  }
+
+  /** Synchronous core of every write: apply, persist into the open transaction, queue the event. */
+  private write(adds: Parameters<Engine["apply"]>[0], removes: readonly number[]): WriteOutcome {
+    this.store.begin();
+    const outcome = this.engine.apply(adds, removes, this.engine.headSeq + 1);
+    if (outcome.seq === undefined) return outcome;
+    const seq = outcome.seq;
+    for (const n of outcome.created) this.store.insertSentex(this.row(n));
+    for (const n of outcome.updated) this.store.updateSentex(n.h, n.premise, n.creator, n.createdAt);
+    for (const d of outcome.deleted) this.store.deleteSentex(d.node.h, d.reason, seq);
+    this.store.setMeta({ nextHandle: this.engine.nextHandle, headSeq: seq });
+    const event: FeedEvent = {
+      seq,
+      added: outcome.beliefAdded.map((n) => this.record(n)),
+      removed: outcome.beliefRemoved.map(({ node, reason }) => ({ handle: node.h, sentence: node.text, context: node.ctx, reason })),
+    };
+    if (outcome.bounded) event.bounded = outcome.bounded;
+    this.store.insertEvent(seq, JSON.stringify(event));
+    if (++this.writesSinceprune >= 1024) {
+      this.writesSinceprune = 0;
+      if (seq > this.feedRetentionEvents) this.store.pruneEvents(seq - this.feedRetentionEvents);
+    }
+    this.store.onCommit(() => this.publish(event));
+    return outcome;
+  }
+
+  private publish(event: FeedEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(event);
+      } catch {
+        // A throwing listener loses only its own delivery (reference §6.1).
+      }
+    }
+  }
+
+  /** Listen to every committed event, in seq order. Returns the unsubscribe function. */
+  onEvent(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Durable events after `afterSeq` (oldest first, at most `limit`). */
+  readEvents(afterSeq: number, limit: number): FeedEvent[] {
+    return this.store.readEvents(afterSeq, limit).map((r) => JSON.parse(r.body) as FeedEvent);
+  }
+
+  /** The oldest seq the durable log still holds (head + 1 when empty). */
+  oldestRetainedSeq(): number {
+    return this.store.oldestEventSeq() ?? this.headSeq + 1;
+  }
+
+  // ------------------------------------------------------------ reads
+
+  sentex(handle: number): SentexRecord | undefined {
+    const n = this.engine.index.byHandle.get(handle);
+    return n ? this.record(n) : undefined;
+  }
+
+  /**
+   * Cone-aware query: literals, `(and ...)`, `(not S)` over stored negations, `(unknown G)`
+   * as negation as failure. Solutions map each variable to canonical text.
+   */
+  query(goal: string, context: string, opts: { limit?: number } = {}): { solutions: Record<string, string>[]; truncated: boolean } {
+    const ctx = checkContextName(context);
+    const g = goalShape(parseTerm(goal, this.engine.limits));
+    const limit = Math.min(opts.limit ?? this.maxQuerySolutions, this.maxQuerySolutions);
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new KbError("bad-request", "limit must be a whole number");
+    const { solutions, truncated } = solve(this.engine.index, this.engine.topology.up(ctx), g, limit);
+    return { solutions: solutions.map(printSolution), truncated };
+  }
+
+  /** Believed sentexes stored exactly in `context` (`?ctx` = any context) matching a literal. */
+  match(sentence: string, context: string): SentexRecord[] {
+    const ctx = context.startsWith("?") ? context : checkContextName(context);
+    const lit = literalShape(parseTerm(sentence, this.engine.limits));
+    return matchExact(this.engine.index, ctx, lit.neg, lit.atom).map((n) => this.record(n));
+  }
+
+  /** Believed, premise, every justification (rule, antecedents, genlCx edges crossed), and a reason when not believed. */
+  why(handle: number): WhyResult {
+    const n = this.engine.index.byHandle.get(handle);
+    if (!n) {
+      const t = this.store.tombstone(handle);
+      if (!t) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
+      return { believed: false, premise: false, support: [], reason: t.reason as WhyResult["reason"] };
+    }
+    const support = (n.just ?? [])
+      .map((j) => ({ rule: j.rule.h, antecedents: j.ants.map((a) => a.h), edges: this.engine.edgesCrossed(j) }))
+      .sort((a, b) => a.rule - b.rule || a.antecedents.join().localeCompare(b.antecedents.join()));
+    const out: WhyResult = { believed: n.label !== OUT, premise: n.premise !== 0, strength: this.strength(n), support };
+    if (n.label === OUT) out.reason = "defeated";
+    return out;
+  }
+
+  /** Believed default/default contradictions and monotonic/monotonic conflicts visible from `context`. */
+  contradictions(context: string): { contradictions: ClashEntry[]; conflicts: ClashEntry[] } {
+    const ctx = checkContextName(context);
+    const entries = this.engine.clashes(ctx).map((c): ClashEntry => ({
+      id: clashId(c.sides[0].h, c.sides[1].h),
+      kind: c.kind,
+      sides: [this.side(c.sides[0]), this.side(c.sides[1])],
+    }));
+    return { contradictions: entries.filter((e) => e.kind === "contradiction"), conflicts: entries.filter((e) => e.kind === "conflict") };
+  }
+
+  /** Every context `context` sees (itself and CxCore included). */
+  cone(context: string): ReadonlySet<string> {
+    return this.engine.topology.up(checkContextName(context));
+  }
+
+  sees(viewer: string, seen: string): boolean {
+    return this.engine.topology.sees(viewer, seen);
+  }
+
+  // ------------------------------------------------------------ projection
+
+  record(n: Node): SentexRecord {
+    return {
+      handle: n.h,
+      sentence: n.text,
+      context: n.ctx,
+      truth: n.neg ? "false" : "true",
+      strength: this.strength(n),
+      creator: n.creator,
+      createdAt: n.createdAt,
+      seq: n.seq,
+      derived: n.premise === 0,
+      believed: n.label !== OUT && !n.gone,
+      locator: locatorOf(n.ctx, n.neg ? "false" : "true", n.text),
+    };
+  }
+
+  private strength(n: Node): Strength {
+    return n.premise === 2 || n.label === IN_MONO ? "monotonic" : "default";
+  }
+
+  private side(n: Node): ClashSide {
+    return { handle: n.h, sentence: n.text, context: n.ctx, strength: this.strength(n), derived: n.premise === 0 };
+  }
+
+  private row(n: Node) {
+    return { handle: n.h, context: n.ctx, sentence: n.text, premise: n.premise, creator: n.creator, createdAt: n.createdAt, seq: n.seq };
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new KbError("closed", "the knowledge base is closed");
+  }
+
+  /** Commit what is pending and close the store. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.store.close();
+  }
+}
+
+/** A clash's id: its two handles in ascending order, independent of side order. */
+export const clashId = (a: number, b: number): string => (a < b ? `${a}-${b}` : `${b}-${a}`);
+
+function printSolution(b: Bindings): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(b)) out[k] = printTerm(b[k]!);
+  return out;
+}
+
+export const openKb = (opts: KbOptions): Promise<Kb> => Kb.open(opts);
+
+export type { List };

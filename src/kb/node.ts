@@ -1,0 +1,75 @@
+/**
+ * The engine's record of one stored sentex (a TMS node) and of one justification.
+ * Kept deliberately small: a KB holds millions of these.
+ */
+import type { List } from "./term.js";
+import type { Literal } from "./sentence.js";
+
+/** Belief label: OUT, IN at default strength, IN at monotonic strength. */
+export const OUT = 0;
+export const IN_DEFAULT = 1;
+export const IN_MONO = 2;
+export type Label = 0 | 1 | 2;
+
+/** Premise mark: not a premise (derived only), a default premise, a monotonic premise. */
+export type PremiseMark = 0 | 1 | 2;
+
+export interface CompiledRule {
+  antecedents: Literal[];
+  /** predKey of each antecedent (see predKey). */
+  keys: string[];
+  consequent: Literal;
+}
+
+export interface Node {
+  readonly h: number;
+  readonly ctx: string;
+  readonly neg: boolean;
+  /** The positive atom (for a rule, the whole implies term). */
+  readonly atom: List;
+  /** Canonical text of `atom`; with ctx and neg it is the sentex's identity. */
+  readonly akey: string;
+  /** Canonical text of the stored sentence (`(not ...)` for a negation). */
+  readonly text: string;
+  readonly rule: CompiledRule | null;
+  premise: PremiseMark;
+  creator: string | null;
+  createdAt: number;
+  seq: number;
+  label: Label;
+  /** Derivation depth: 0 for premises, 1 + deepest antecedent for a derived sentex. */
+  depth: number;
+  /** Justifications supporting this node (derived support). */
+  just: Justification[] | null;
+  /** Justifications in which this node is an antecedent or the rule. */
+  deps: Justification[] | null;
+  /** True once the node has left the store. */
+  gone: boolean;
+}
+
+export interface Justification {
+  readonly rule: Node;
+  readonly ants: readonly Node[];
+  readonly concl: Node;
+}
+
+/** Index key of a literal's predicate and polarity: `p` or `~p`. */
+export const predKey = (neg: boolean, pred: string): string => (neg ? "~" + pred : pred);
+export const nodePredKey = (n: Node): string => predKey(n.neg, n.atom[0] as string);
+
+export function pushTo<T>(list: T[] | null, item: T): T[] {
+  if (list) {
+    list.push(item);
+    return list;
+  }
+  return [item];
+}
+
+export function removeFrom<T>(list: T[] | null, item: T): void {
+  if (!list) return;
+  const i = list.indexOf(item);
+  if (i >= 0) {
+    list[i] = list[list.length - 1]!;
+    list.pop();
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * The store of record (K8): one SQLite file through better-sqlite3 in WAL mode. kysely
+ * holds the schema, the migrations and the typed SQL; hot statements are compiled once by
+ * kysely and run as better-sqlite3 prepared statements, synchronously.
+ *
+ * Group commit (K8, K9): the first write of an event-loop turn opens a transaction; every
+ * write of that turn appends to it; a `setImmediate` commits it, and only then are the
+ * turn's writes answered and their events published. With durability `full` the commit
+ * fsyncs the WAL (synchronous=FULL); with `normal` it survives a process kill but not a
+ * power loss.
+ */
+import Database from "better-sqlite3";
+import { Kysely, SqliteDialect, Migrator, type Migration, type MigrationProvider, sql, type Generated, type CompiledQuery } from "kysely";
+import type { StoredRow } from "./engine.js";
+import type { PremiseMark } from "./node.js";
+
+export type Durability = "full" | "normal";
+
+interface SentexTable {
+  handle: number;
+  context: string;
+  sentence: string;
+  premise: number;
+  creator: string | null;
+  created_at: number;
+  seq: number;
+}
+interface MetaTable {
+  key: string;
+  value: number;
+}
+interface EventTable {
+  seq: number;
+  body: string;
+}
+interface TombstoneTable {
+  handle: number;
+  reason: string;
+  seq: number;
+}
+interface PrincipalTable {
+  id: string;
+  token_sha256: string;
+  created_at: Generated<number>;
+}
+export interface Schema {
+  sentex: SentexTable;
+  meta: MetaTable;
+  event: EventTable;
+  tombstone: TombstoneTable;
+  principal: PrincipalTable;
+}
+
+const migrations: Record<string, Migration> = {
+  "001-sentex-store": {
+    async up(db) {
+      await db.schema
+        .createTable("sentex")
+        .addColumn("handle", "integer", (c) => c.primaryKey())
+        .addColumn("context", "text", (c) => c.notNull())
+        .addColumn("sentence", "text", (c) => c.notNull())
+        .addColumn("premise", "integer", (c) => c.notNull())
+        .addColumn("creator", "text")
+        .addColumn("created_at", "integer", (c) => c.notNull())
+        .addColumn("seq", "integer", (c) => c.notNull())
+        .execute();
+      await db.schema.createTable("meta").addColumn("key", "text", (c) => c.primaryKey()).addColumn("value", "integer", (c) => c.notNull()).execute();
+      await db.schema.createTable("event").addColumn("seq", "integer", (c) => c.primaryKey()).addColumn("body", "text", (c) => c.notNull()).execute();
+      await db.schema
+        .createTable("tombstone")
+        .addColumn("handle", "integer", (c) => c.primaryKey())
+        .addColumn("reason", "text", (c) => c.notNull())
+        .addColumn("seq", "integer", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("principal")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("token_sha256", "text", (c) => c.notNull().unique())
+        .addColumn("created_at", "integer", (c) => c.notNull().defaultTo(sql`(unixepoch() * 1000)`))
+        .execute();
+      await db.insertInto("meta").values([{ key: "next_handle", value: 1 }, { key: "head_seq", value: 0 }]).execute();
+    },
+  },
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export interface StoreMeta {
+  nextHandle: number;
+  headSeq: number;
+}
+
+export class Store {
+  readonly db: Database.Database;
+  private readonly kysely: Kysely<Schema>;
+  private readonly stmts: Record<string, Database.Statement>;
+  private inTx = false;
+  private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private afterCommit: (() => void)[] = [];
+  private failed: unknown;
+  /** Commits so far (for metrics and tests). */
+  commits = 0;
+
+  private constructor(db: Database.Database, kysely: Kysely<Schema>) {
+    this.db = db;
+    this.kysely = kysely;
+    const k = kysely;
+    const prep = (q: CompiledQuery) => db.prepare(q.sql);
+    const row = { handle: 0, context: "", sentence: "", premise: 0, creator: null, created_at: 0, seq: 0 };
+    this.stmts = {
+      insertSentex: prep(k.insertInto("sentex").values(row).compile()),
+      updateSentex: prep(k.updateTable("sentex").set({ premise: 0, creator: null, created_at: 0 }).where("handle", "=", 0).compile()),
+      deleteSentex: prep(k.deleteFrom("sentex").where("handle", "=", 0).compile()),
+      insertTombstone: prep(k.insertInto("tombstone").values({ handle: 0, reason: "", seq: 0 }).onConflict((oc) => oc.column("handle").doNothing()).compile()),
+      setMeta: prep(k.updateTable("meta").set({ value: 0 }).where("key", "=", "").compile()),
+      insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "" }).compile()),
+      readEvents: prep(k.selectFrom("event").select(["seq", "body"]).where("seq", ">", 0).orderBy("seq").limit(0).compile()),
+      oldestEvent: prep(k.selectFrom("event").select((eb) => eb.fn.min("seq").as("seq")).compile()),
+      pruneEvents: prep(k.deleteFrom("event").where("seq", "<=", 0).compile()),
+      tombstone: prep(k.selectFrom("tombstone").select(["reason", "seq"]).where("handle", "=", 0).compile()),
+      allRows: prep(k.selectFrom("sentex").select(["handle", "context", "sentence", "premise", "creator", "created_at", "seq"]).orderBy("handle").compile()),
+      meta: prep(k.selectFrom("meta").select(["key", "value"]).compile()),
+    };
+  }
+
+  /** Open (creating and migrating as needed) the store file at `path`. */
+  static async open(path: string, durability: Durability): Promise<Store> {
+    const db = new Database(path);
+    db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
+    db.pragma("busy_timeout = 5000");
+    const kysely = new Kysely<Schema>({ dialect: new SqliteDialect({ database: db }) });
+    const { error } = await new Migrator({ db: kysely, provider }).migrateToLatest();
+    if (error) throw error;
+    return new Store(db, kysely);
+  }
+
+  meta(): StoreMeta {
+    const rows = this.stmts.meta!.all() as { key: string; value: number }[];
+    const get = (k: string) => rows.find((r) => r.key === k)?.value ?? 0;
+    return { nextHandle: get("next_handle"), headSeq: get("head_seq") };
+  }
+
+  *rows(): Iterable<StoredRow> {
+    for (const r of this.stmts.allRows!.iterate() as Iterable<SentexTable>) {
+      yield { handle: r.handle, context: r.context, sentence: r.sentence, premise: r.premise as PremiseMark, creator: r.creator, createdAt: r.created_at, seq: r.seq };
+    }
+  }
+
+  /** Open the turn's transaction if none is open; it commits on the next macrotask. */
+  begin(): void {
+    if (this.failed) throw this.failed;
+    if (this.inTx) return;
+    this.db.exec("BEGIN IMMEDIATE");
+    this.inTx = true;
+    setImmediate(() => this.commit());
+  }
+
+  /** Resolves once everything written so far in this turn is committed (durably, per mode). */
+  durable(): Promise<void> {
+    if (!this.inTx) return this.failed ? Promise.reject(this.failed) : Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** Run `fn` right after the current group commits (before the writers are answered). */
+  onCommit(fn: () => void): void {
+    if (this.inTx) this.afterCommit.push(fn);
+    else fn();
+  }
+
+  commit(): void {
+    if (!this.inTx) return;
+    const waiters = this.waiters;
+    const after = this.afterCommit;
+    this.waiters = [];
+    this.afterCommit = [];
+    try {
+      this.db.exec("COMMIT");
+      this.commits++;
+    } catch (e) {
+      // A failed commit leaves memory ahead of disk: stop accepting writes (fail-stop).
+      this.failed = e;
+      try {
+        this.db.exec("ROLLBACK");
+      } catch {
+        /* already rolled back */
+      }
+      this.inTx = false;
+      for (const w of waiters) w.reject(e);
+      return;
+    }
+    this.inTx = false;
+    for (const fn of after) fn();
+    for (const w of waiters) w.resolve();
+  }
+
+  insertSentex(r: StoredRow): void {
+    this.stmts.insertSentex!.run(r.handle, r.context, r.sentence, r.premise, r.creator, r.createdAt, r.seq);
+  }
+
+  updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
+    this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+  }
+
+  deleteSentex(handle: number, reason: string, seq: number): void {
+    this.stmts.deleteSentex!.run(handle);
+    this.stmts.insertTombstone!.run(handle, reason, seq);
+  }
+
+  setMeta(meta: StoreMeta): void {
+    this.stmts.setMeta!.run(meta.nextHandle, "next_handle");
+    this.stmts.setMeta!.run(meta.headSeq, "head_seq");
+  }
+
+  insertEvent(seq: number, body: string): void {
+    this.stmts.insertEvent!.run(seq, body);
+  }
+
+  /** Durable events after `afterSeq`, oldest first, at most `limit`. */
+  readEvents(afterSeq: number, limit: number): { seq: number; body: string }[] {
+    return this.stmts.readEvents!.all(afterSeq, limit) as { seq: number; body: string }[];
+  }
+
+  oldestEventSeq(): number | undefined {
+    const r = this.stmts.oldestEvent!.get() as { seq: number | null };
+    return r.seq ?? undefined;
+  }
+
+  pruneEvents(uptoSeq: number): void {
+    this.stmts.pruneEvents!.run(uptoSeq);
+  }
+
+  tombstone(handle: number): { reason: string; seq: number } | undefined {
+    return this.stmts.tombstone!.get(handle) as { reason: string; seq: number } | undefined;
+  }
+
+  /** The typed query builder, for the daemon's own tables (principals). */
+  get sql(): Kysely<Schema> {
+    return this.kysely;
+  }
+
+  async close(): Promise<void> {
+    this.commit();
+    this.db.close();
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * Terms: the sentence syntax of wire.md, parsed to a compact form and printed back in
+ * canonical text.
+ *
+ * Representation (K1): an atom is a JS string holding its own canonical text, a list is an
+ * array of terms. So a symbol `Foo` is `"Foo"`, the string "Foo" is `"\"Foo\""`, a variable
+ * is `"?x"`, a number is its shortest text (`"0.25"`, `"-3"`). Equality of atoms is string
+ * equality, a symbol never equals the string spelled the same (the quotes are part of the
+ * text), and printing an atom is free.
+ *
+ *   parseTerm('(answers AgentBoreas "Postgres 16" (sentexHandle 42))')
+ *   // -> ["answers", "AgentBoreas", "\"Postgres 16\"", ["sentexHandle", "42"]]
+ */
+import { createHash } from "node:crypto";
+import { KbError } from "./errors.js";
+
+export type Atom = string;
+export type Term = Atom | readonly Term[];
+export type List = readonly Term[];
+
+/** Named limits on what the parser accepts; each refusal is a `parse-error`. */
+export interface ParseLimits {
+  /** Longest sentence text accepted, in UTF-16 code units. */
+  maxSentenceChars: number;
+  /** Deepest list nesting accepted (`(a)` is depth 1). */
+  maxDepth: number;
+}
+
+export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxSentenceChars: 262_144, maxDepth: 64 };
+
+const SYMBOL_RE = /^[A-Za-z_+*/<>=!&%$#@~^|.:'-][A-Za-z0-9_+*/<>=!&%$#@~^|.:'-]*$/;
+const VARIABLE_RE = /^\?[A-Za-z_][A-Za-z0-9_-]*$/;
+const INTEGER_RE = /^-?[0-9]+$/;
+const DECIMAL_RE = /^-?(?:[0-9]+\.[0-9]+|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]+)$/;
+
+export const isList = (t: Term): t is List => typeof t !== "string";
+export const isAtom = (t: Term): t is Atom => typeof t === "string";
+export const isVariable = (t: Term): boolean => typeof t === "string" && t.charCodeAt(0) === 63; /* ? */
+export const isString = (t: Term): boolean => typeof t === "string" && t.charCodeAt(0) === 34; /* " */
+export function isNumber(t: Term): boolean {
+  if (typeof t !== "string") return false;
+  const c = t.charCodeAt(0);
+  if (c >= 48 && c <= 57) return true;
+  return c === 45 && t.length > 1 && t.charCodeAt(1) >= 48 && t.charCodeAt(1) <= 57;
+}
+export const isSymbol = (t: Term): boolean => typeof t === "string" && !isVariable(t) && !isString(t) && !isNumber(t);
+
+/** Canonical text of a number token, or undefined when the token is not a number. */
+export function canonicalNumber(token: string): string | undefined {
+  if (INTEGER_RE.test(token)) {
+    const text = BigInt(token).toString();
+    return text === "-0" ? "0" : text;
+  }
+  if (DECIMAL_RE.test(token)) {
+    const n = Number(token);
+    if (!Number.isFinite(n)) return undefined;
+    return Object.is(n, -0) ? "0" : String(n);
+  }
+  return undefined;
+}
+
+/** Canonical text of a JS string value as a term atom. */
+export const stringAtom = (value: string): Atom => JSON.stringify(value);
+/** The JS string a string atom denotes. */
+export const stringValue = (atom: Atom): string => JSON.parse(atom) as string;
+
+function parseFail(message: string, at: number): never {
+  throw new KbError("parse-error", at >= 0 ? `${message} at offset ${at}` : message);
+}
+
+/**
+ * Parse one term from text. Iterative (no recursion), so a hostile nesting depth is a
+ * `parse-error`, never a stack overflow; every token is checked against the syntax.
+ */
+export function parseTerm(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS): Term {
+  if (typeof text !== "string") parseFail("a sentence must be text", -1);
+  if (text.length > limits.maxSentenceChars) {
+    parseFail(`sentence is ${text.length} characters, over the limit maxSentenceChars=${limits.maxSentenceChars}`, -1);
+  }
+  const stack: Term[][] = [];
+  let result: Term | undefined;
+  let i = 0;
+  const n = text.length;
+  const emit = (t: Term, at: number) => {
+    if (stack.length > 0) stack[stack.length - 1]!.push(t);
+    else if (result === undefined) result = t;
+    else parseFail("more than one term", at);
+  };
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 9 || c === 10 || c === 13) {
+      i++;
+      continue;
+    }
+    if (result !== undefined && stack.length === 0) parseFail("unexpected text after the term", i);
+    if (c === 40 /* ( */) {
+      if (stack.length >= limits.maxDepth) parseFail(`nesting deeper than the limit maxDepth=${limits.maxDepth}`, i);
+      stack.push([]);
+      i++;
+    } else if (c === 41 /* ) */) {
+      const done = stack.pop();
+      if (!done) parseFail("unbalanced ')'", i);
+      emit(done, i);
+      i++;
+    } else if (c === 34 /* " */) {
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d === 92 /* \ */) j += 2;
+        else if (d === 34) break;
+        else j++;
+      }
+      if (j >= n) parseFail("unterminated string", i);
+      let value: string;
+      try {
+        value = JSON.parse(text.slice(i, j + 1)) as string;
+      } catch {
+        parseFail("bad string escape", i);
+      }
+      emit(stringAtom(value), i);
+      i = j + 1;
+    } else if (c === 59 /* ; */) {
+      parseFail("';' is not allowed inside a sentence", i);
+    } else {
+      let j = i;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d === 32 || d === 9 || d === 10 || d === 13 || d === 40 || d === 41 || d === 34) break;
+        j++;
+      }
+      emit(atomOf(text.slice(i, j), i), i);
+      i = j;
+    }
+  }
+  if (stack.length > 0) parseFail("unbalanced '('", n);
+  if (result === undefined) parseFail("empty sentence", -1);
+  return result;
+}
+
+function atomOf(token: string, at: number): Atom {
+  if (token.charCodeAt(0) === 63) {
+    if (!VARIABLE_RE.test(token)) parseFail(`bad variable ${JSON.stringify(token)}`, at);
+    return token;
+  }
+  const num = canonicalNumber(token);
+  if (num !== undefined) return num;
+  const c = token.charCodeAt(0);
+  if ((c >= 48 && c <= 57) || (c === 45 && token.length > 1 && token.charCodeAt(1) >= 48 && token.charCodeAt(1) <= 57)) {
+    parseFail(`bad number ${JSON.stringify(token)}`, at);
+  }
+  if (!SYMBOL_RE.test(token)) parseFail(`bad symbol ${JSON.stringify(token.slice(0, 64))}`, at);
+  return token;
+}
+
+/** Canonical text: one space between items, no space inside parens, atoms canonical. */
+export function printTerm(t: Term): string {
+  if (typeof t === "string") return t;
+  let out = "(";
+  for (let i = 0; i < t.length; i++) {
+    if (i > 0) out += " ";
+    out += printTerm(t[i]!);
+  }
+  return out + ")";
+}
+
+/** Parse then print: the canonical text of any accepted sentence text. */
+export const canonicalText = (text: string, limits?: ParseLimits): string => printTerm(parseTerm(text, limits));
+
+/** True when no variable occurs in t. */
+export function isGround(t: Term): boolean {
+  if (typeof t === "string") return !isVariable(t);
+  for (const x of t) if (!isGround(x)) return false;
+  return true;
+}
+
+/** Every variable in t, in first-occurrence order. */
+export function variablesOf(t: Term, into: string[] = []): string[] {
+  if (typeof t === "string") {
+    if (isVariable(t) && !into.includes(t)) into.push(t);
+  } else for (const x of t) variablesOf(x, into);
+  return into;
+}
+
+export type Bindings = Record<string, Term>;
+
+/**
+ * One-way match of a pattern (may hold variables) against a ground term, extending
+ * `bindings`. Returns the extended bindings (a copy when anything was bound) or null.
+ */
+export function matchTerm(pattern: Term, ground: Term, bindings: Bindings): Bindings | null {
+  if (typeof pattern === "string") {
+    if (pattern.charCodeAt(0) === 63) {
+      const bound = bindings[pattern];
+      if (bound !== undefined) return termEquals(bound, ground) ? bindings : null;
+      return { ...bindings, [pattern]: ground };
+    }
+    return pattern === ground ? bindings : null;
+  }
+  if (typeof ground === "string" || ground.length !== pattern.length) return null;
+  let b: Bindings | null = bindings;
+  for (let i = 0; i < pattern.length && b; i++) b = matchTerm(pattern[i]!, ground[i]!, b);
+  return b;
+}
+
+export function termEquals(a: Term, b: Term): boolean {
+  if (typeof a === "string" || typeof b === "string") return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!termEquals(a[i]!, b[i]!)) return false;
+  return true;
+}
+
+/** Replace bound variables in t. */
+export function substitute(t: Term, bindings: Bindings): Term {
+  if (typeof t === "string") return t.charCodeAt(0) === 63 && bindings[t] !== undefined ? bindings[t]! : t;
+  return t.map((x) => substitute(x, bindings));
+}
+
+/** `sha256:` + hex over (context, truth, canonical sentence); equal on every daemon. */
+export function locatorOf(context: string, truth: "true" | "false", canonicalSentence: string): string {
+  return "sha256:" + createHash("sha256").update(`${context}\n${truth}\n${canonicalSentence}`).digest("hex");
+}
+
+/** `(sentexHandle H)` as a term. */
+export const handleTerm = (h: number): List => ["sentexHandle", String(h)];
+/** The handle named by a `(sentexHandle H)` term, or undefined. */
+export function handleOfTerm(t: Term): number | undefined {
+  if (typeof t === "string" || t.length !== 2 || t[0] !== "sentexHandle" || typeof t[1] !== "string") return undefined;
+  return INTEGER_RE.test(t[1]) ? Number(t[1]) : undefined;
+}
