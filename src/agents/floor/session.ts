@@ -236,8 +236,8 @@ export class FloorSession {
     this.#remember(u);
     this.#record((r) => r.utterance(u));
     const decision = this.#o.machine.observe({ speakerId: q.speakerId, text: q.text, atMs: now });
-    const m = this.#o.machine;
-    this.#record((r) => r.decision({ utteranceSeq: u.seq, decision, state: m.state, holderId: m.holderId }));
+    const record = { utteranceSeq: u.seq, decision, state: this.#o.machine.state, holderId: this.#o.machine.holderId };
+    this.#record((r) => r.decision(record));
     this.#sync("utterance");
     if (isTurn(decision)) this.#offer(decision, u, history);
   }
