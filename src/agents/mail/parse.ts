@@ -259,7 +259,7 @@ export function parseAddressList(value: string): Address[] {
       comment ??= c.trim();
       return " ";
     });
-    const angle = /<([^<>]*)>/.exec(noComments);
+    const angle = /<([^<>]*)>\s*$/.exec(noComments); // the address is last; a quoted name may hold brackets
     let email: string;
     let name: string | null;
     if (angle) {
