@@ -76,7 +76,8 @@ const PROMISE = new RegExp(
   String.raw`^((?:(?:ok|okay|sure|yes|yep|great|thanks|thank you|sounds good|perfect|no problem|will do|and|so|then|also)[,!.]?\s+)*)(i|we)${FUTURE}\s+(?:also\s+|then\s+|definitely\s+)?(${VERBS.join("|")})\b(.*)$`,
   "i",
 );
-const OWE = /^(?:(?:ok|okay|sure|yes|and|also)[,!.]?\s+)*(i|we)\s+owe\s+you\s+(.+)$/i;
+/** "I owe you a reply", not the idiom "I owe you one". */
+const OWE = /^(?:(?:ok|okay|sure|yes|and|also)[,!.]?\s+)*(i|we)\s+owe\s+you\s+((?:a|an|the|my|our)\s+(?:proper\s+|real\s+|longer\s+)?(?:reply|answer|response|email|update|call|review|summary|plan|report|write-up|explanation)\b.*)$/i;
 /** Words that make a sentence conditional, hedged, negated or hypothetical: no rule fires. */
 const HEDGES = /\b(if|unless|whether|maybe|perhaps|might|may|could|would|should|try|trying|hope|hoping|probably|possibly|not|never|no longer|won't|wont|can't|cannot|don't|didn't|wouldn't|shouldn't|once|when|until|after|before)\b|n't\b/i;
 
