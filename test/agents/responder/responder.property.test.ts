@@ -22,7 +22,7 @@ const escWord = fc.tuple(fc.constantFrom("deal", "money", "api key", "api-key"),
   ([w, caps, punct]) => Array.from(w).map((ch, i) => (caps[i % 8] ? ch.toUpperCase() : ch)).join("") + punct,
 );
 const text = fc.tuple(fc.array(word, { maxLength: 6 }), fc.option(fc.tuple(escWord, fc.nat()), { freq: 3 })).map(([ws, esc]) => {
-  const out = [...ws];
+  const out: string[] = [...ws];
   if (esc !== null) out.splice(esc[1] % (out.length + 1), 0, esc[0]);
   return out.join(" ");
 });
