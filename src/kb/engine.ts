@@ -27,7 +27,7 @@ import { type List, type Term, type Bindings, printTerm, parseTerm, matchTerm, s
 import { type Literal, sentenceShape, checkContextName, literalTerm, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
-import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom } from "./node.js";
+import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
 
 export type Strength = "default" | "monotonic";
 export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
@@ -620,16 +620,16 @@ export class Engine {
       }
       const j: Justification = { rule: r, ants, concl: c };
       c.just = pushTo(c.just, j);
-      r.deps = pushTo(r.deps, j);
-      for (const a of ants) a.deps = pushTo(a.deps, j);
+      r.deps = depsAdd(r.deps, j);
+      for (const a of ants) a.deps = depsAdd(a.deps, j);
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
       conclude(c, strength);
     }
   }
 
   private unlinkDeps(j: Justification): void {
-    removeFrom(j.rule.deps, j);
-    for (const a of j.ants) removeFrom(a.deps, j);
+    depsRemove(j.rule.deps, j);
+    for (const a of j.ants) depsRemove(a.deps, j);
   }
 
   /** After relabelling: drop what lost all support; keep defeated sentexes stored. */

@@ -41,10 +41,30 @@ export interface Node {
   depth: number;
   /** Justifications supporting this node (derived support). */
   just: Justification[] | null;
-  /** Justifications in which this node is an antecedent or the rule. */
-  deps: Justification[] | null;
+  /**
+   * Justifications in which this node is an antecedent or the rule: an array while small,
+   * a Set once it grows (a hub fact or a rule can be in millions; removal must stay O(1)).
+   */
+  deps: Deps;
   /** True once the node has left the store. */
   gone: boolean;
+}
+
+export type Deps = Justification[] | Set<Justification> | null;
+
+const DEPS_ARRAY_MAX = 32;
+
+export function depsAdd(deps: Deps, j: Justification): Deps {
+  if (!deps) return [j];
+  if (deps instanceof Set) return deps.add(j);
+  deps.push(j);
+  return deps.length > DEPS_ARRAY_MAX ? new Set(deps) : deps;
+}
+
+export function depsRemove(deps: Deps, j: Justification): void {
+  if (!deps) return;
+  if (deps instanceof Set) deps.delete(j);
+  else removeFrom(deps, j);
 }
 
 export interface Justification {

@@ -1,0 +1,20 @@
+/**
+ * `npm run bench -- <suite>...` runs the named suites (all when none is named). Each suite
+ * prints its figures with their ratios against baselines measured in the same run, and
+ * writes bench/results/<suite>.json.
+ */
+const suites: Record<string, () => Promise<void>> = {
+  rules: async () => (await import("./rules.js")).run(),
+};
+
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+const names = wanted.length ? wanted : Object.keys(suites);
+for (const name of names) {
+  const suite = suites[name];
+  if (!suite) {
+    console.error(`unknown suite ${name}; known: ${Object.keys(suites).join(", ")}`);
+    process.exit(2);
+  }
+  console.log(`\n== bench ${name}`);
+  await suite();
+}
