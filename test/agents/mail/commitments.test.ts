@@ -59,6 +59,10 @@ const NEGATIVE: [string, ParsedMail][] = [
   ["you'll", ours("You'll get the plan from Victor.")],
   ["owing one", theirs("Thanks, I owe you one!")],
   ["praise", theirs("Nice work on the release notes.")],
+  ["a promise on a condition", theirs("I'll send it if Nick agrees.")],
+  ["probably", theirs("I'll probably call you next week.")],
+  ["unless someone else does", ours("I'll review the PR unless Sam gets to it first.")],
+  ["a negated promise", theirs("We'll not deploy on Friday.")],
   ["a link with a promise-like slug", theirs("See https://example.org/ill-send-you-the-plan-by-friday for details.")],
 ];
 
