@@ -1,5 +1,5 @@
 /**
- * Commitments (ADR-0064 §3, P1; no source exists: M10, M11). Deterministic rules extract
+ * Commitments (ADR-0064 §3, P1; no source exists: M11, M12). Deterministic rules extract
  * what is clearly promised; a composer may only propose, and a proposal stays `proposed`
  * until a reply, a close or the operator confirms it. A commitment is a claim derived from
  * a body, held with its source MailRef; the body itself is never stored.

@@ -49,7 +49,7 @@ export function replyReferences(target: MailRef): string[] {
 
 /**
  * The reply's headers, from the target MailRef and the account alone. The recipient is the
- * target's From (M15: Reply-To is not followed; the MailRef does not carry it).
+ * target's From (M16: Reply-To is not followed; the MailRef does not carry it).
  *
  * @example replyHeaders(target, account, receipt.message_id, now)
  */

@@ -20,7 +20,7 @@ const common = {
   display_name: z.string().min(1).max(100).optional(),
   credentials: secretPath,
   /**
-   * M14: does the server file an SMTP submission into Sent by itself? Only then may a
+   * M15: does the server file an SMTP submission into Sent by itself? Only then may a
    * receipt that never reached Sent be re-submitted (Stalwart does not: reference §4).
    */
   submissions_filed_in_sent: z.boolean().default(true),
@@ -41,7 +41,7 @@ export const JmapAccountSchema = z.strictObject({
 
 export const AccountSchema = z.discriminatedUnion("transport", [ImapAccountSchema, JmapAccountSchema]);
 
-/** M12: the policy numbers. The reference gives no values; these are ours. */
+/** M13: the policy numbers. The reference gives no values; these are ours. */
 export const PolicySchema = z.strictObject({
   max_replies_per_sender_per_day: z.number().int().min(0).max(50).default(2),
   max_replies_per_day: z.number().int().min(0).max(500).default(20),

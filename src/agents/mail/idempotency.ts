@@ -1,6 +1,6 @@
 /**
- * Idempotent sending (ADR-0064 §4, P2; no source exists, so the whole model is ours: M13,
- * M14). A receipt row is written before submission; a second intent with the same key is
+ * Idempotent sending (ADR-0064 §4, P2; no source exists, so the whole model is ours: M14,
+ * M15). A receipt row is written before submission; a second intent with the same key is
  * refused; after a crash the receipts are reconciled against the Sent folder.
  */
 import { createHash } from "node:crypto";
@@ -8,7 +8,7 @@ import { ownText, stripQuoted } from "./parse.js";
 import type { ThreadId } from "./thread.js";
 
 /**
- * The body as the key sees it (M13):
+ * The body as the key sees it (M14):
  * 1. Unicode NFC; CRLF and CR become LF;
  * 2. runs of spaces and tabs become one space; each line trimmed;
  * 3. cut at the first quote boundary or signature delimiter, and lines starting with `>`
@@ -139,10 +139,10 @@ export interface Reconciliation {
 }
 
 /**
- * Reconcile receipts with the Message-IDs found in the Sent folder (M14). Every receipt
+ * Reconcile receipts with the Message-IDs found in the Sent folder (M15). Every receipt
  * lands in exactly one bucket. A receipt is re-submitted only when the Sent folder is
- * authoritative, its id is absent, it is pending and old enough, no other receipt shares
- * its key, and it is the only one of its key; anything else that is unclear is held.
+ * authoritative, its id is absent, it is pending and old enough, and no other receipt
+ * shares its key; anything else that is unclear is held.
  *
  * @example reconcile(receipts, new Set(sentIds), { now, minPendingAgeMs: 600_000, sentIsAuthoritative: true })
  */

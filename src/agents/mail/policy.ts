@@ -1,6 +1,6 @@
 /**
  * The one reply policy (ADR-0064 §4, P2; rogue-agent's code is not available, so the order
- * and the numbers are ours: M12). A pure decision: send, store a draft, or refuse with a
+ * and the numbers are ours: M13). A pure decision: send, store a draft, or refuse with a
  * typed reason. Nothing here reads a body; a mail can trigger nothing beyond this.
  */
 import type { MailPolicyConfig, MailContext } from "./config.js";
