@@ -157,6 +157,7 @@ export class Engine {
     this.checkArity(parsed.lit, ctx);
     if (!neg) this.checkFunctional(atom, ctx, removing, batch);
     this.checkTarget(atom, removing);
+    if (!neg) this.checkLease(atom, removing);
     const akey = printTerm(atom);
     return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
   }
@@ -237,6 +238,31 @@ export class Engine {
     for (const b of batch) {
       if (!b.neg && b.atom[0] === pred && printTerm(b.atom[1]!) === printTerm(atom[1]!) && clash(b.atom[2]!) && this.topology.up(ctx).has(b.ctx)) {
         throw new KbError("functional", `${pred} is functional: this batch gives ${printTerm(atom[1]!)} two values`);
+      }
+    }
+  }
+
+  /**
+   * Leases (`(leasePredicate claims)`): `(claims Agent Target UntilMs)` is refused `claimed`
+   * while another agent holds a live lease on the same target (its UntilMs is still ahead
+   * of the clock). An expired lease blocks nothing: expiry needs no write.
+   */
+  private checkLease(atom: List, removing: ReadonlySet<number>): void {
+    const pred = atom[0] as string;
+    if (atom.length !== 4 || !this.isMarked("leasePredicate", pred)) return;
+    const now = this.now();
+    const until = Number(atom[3]);
+    if (typeof atom[3] !== "string" || !Number.isFinite(until) || !/^[0-9]+$/.test(atom[3])) {
+      throw new KbError("shape", `${pred} takes (${pred} Agent Target UntilMs) with UntilMs a whole number of epoch milliseconds`);
+    }
+    const target = printTerm(atom[2]!);
+    for (const n of this.index.candidates(pred, [pred, "?a", atom[2]!])) {
+      if (n.label === OUT || removing.has(n.h) || n.atom[1] === atom[1] || printTerm(n.atom[2]!) !== target) continue;
+      const held = Number(n.atom[3]);
+      if (held > now) {
+        throw new KbError("claimed", `${printTerm(atom[2]!)} is claimed by ${printTerm(n.atom[1]!)} until ${held} (handle ${n.h}); the lease frees it when it expires or is retracted`, {
+          details: { holder: printTerm(n.atom[1]!), until: held, handle: n.h },
+        });
       }
     }
   }
@@ -463,12 +489,29 @@ export class Engine {
         region.add(j.concl);
         stack.push(j.concl);
       }
+      if (n.rule) for (const c of this.concludedBy(n)) if (!region.has(c)) {
+        region.add(c);
+        stack.push(c);
+      }
       if (this.index.hasOpposite(n)) for (const o of this.index.withAtom(n.akey)) if (o.neg !== n.neg && !region.has(o)) {
         region.add(o);
         stack.push(o);
       }
     }
     return region;
+  }
+
+  /**
+   * Nodes a rule has justified. Rules keep no back-links (a rule can justify millions of
+   * conclusions); retracting a rule is rare, so its conclusions are found by predicate.
+   */
+  private concludedBy(r: Node): Node[] {
+    const c = r.rule!.consequent;
+    const out: Node[] = [];
+    for (const n of this.index.candidates(predKey(c.neg, c.atom[0] as string), c.atom)) {
+      if (n.just && n.just.some((j) => j.rule === r)) out.push(n);
+    }
+    return out;
   }
 
   /** Recompute labels inside `region`; returns nodes outside it that would change. */
@@ -588,7 +631,9 @@ export class Engine {
 
   private fire(r: Node, antsIn: Node[], b: Bindings, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
     const ants = antsIn.slice();
-    const places = this.topology.placement([r.ctx, ...ants.map((a) => a.ctx)]);
+    let sameCtx = true;
+    for (const a of ants) if (a.ctx !== r.ctx) sameCtx = false;
+    const places = sameCtx ? [r.ctx] : this.topology.placement([r.ctx, ...ants.map((a) => a.ctx)]);
     if (places.length === 0) return;
     let depth = 0;
     let strength: Label = IN_MONO;
@@ -620,7 +665,6 @@ export class Engine {
       }
       const j: Justification = { rule: r, ants, concl: c };
       c.just = pushTo(c.just, j);
-      r.deps = depsAdd(r.deps, j);
       for (const a of ants) a.deps = depsAdd(a.deps, j);
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
       conclude(c, strength);
@@ -628,7 +672,6 @@ export class Engine {
   }
 
   private unlinkDeps(j: Justification): void {
-    depsRemove(j.rule.deps, j);
     for (const a of j.ants) depsRemove(a.deps, j);
   }
 

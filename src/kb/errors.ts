@@ -18,6 +18,7 @@ export const KB_ERROR_TYPES = [
   "limit-reached",
   "not-watchable",
   "closed",
+  "claimed",
 ] as const;
 
 export type KbErrorType = (typeof KB_ERROR_TYPES)[number];

@@ -123,7 +123,9 @@ export class MemIndex {
   }
 
   private bucketHasOpposite(n: Node): boolean {
-    for (const m of this.withAtom(n.akey)) if (m.neg !== n.neg) return true;
+    const b = this.byAtom.get(n.akey);
+    if (b === undefined || !Array.isArray(b)) return false; // alone in its bucket
+    for (const m of b) if (m.neg !== n.neg) return true;
     return false;
   }
 

@@ -188,18 +188,28 @@ export type Bindings = Record<string, Term>;
  * `bindings`. Returns the extended bindings (a copy when anything was bound) or null.
  */
 export function matchTerm(pattern: Term, ground: Term, bindings: Bindings): Bindings | null {
+  const box = { b: bindings, copied: false };
+  return matchInto(pattern, ground, box) ? box.b : null;
+}
+
+/** Match, copying the bindings at most once (on the first new binding). */
+function matchInto(pattern: Term, ground: Term, box: { b: Bindings; copied: boolean }): boolean {
   if (typeof pattern === "string") {
     if (pattern.charCodeAt(0) === 63) {
-      const bound = bindings[pattern];
-      if (bound !== undefined) return termEquals(bound, ground) ? bindings : null;
-      return { ...bindings, [pattern]: ground };
+      const bound = box.b[pattern];
+      if (bound !== undefined) return termEquals(bound, ground);
+      if (!box.copied) {
+        box.b = { ...box.b };
+        box.copied = true;
+      }
+      box.b[pattern] = ground;
+      return true;
     }
-    return pattern === ground ? bindings : null;
+    return pattern === ground;
   }
-  if (typeof ground === "string" || ground.length !== pattern.length) return null;
-  let b: Bindings | null = bindings;
-  for (let i = 0; i < pattern.length && b; i++) b = matchTerm(pattern[i]!, ground[i]!, b);
-  return b;
+  if (typeof ground === "string" || ground.length !== pattern.length) return false;
+  for (let i = 0; i < pattern.length; i++) if (!matchInto(pattern[i]!, ground[i]!, box)) return false;
+  return true;
 }
 
 export function termEquals(a: Term, b: Term): boolean {
