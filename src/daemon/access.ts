@@ -1,0 +1,146 @@
+/**
+ * Identity and access (K4, wire.md "Identity and access"): the three postures, bearer
+ * tokens compared in constant time, agent tokens stored hashed, and the write boundary.
+ *
+ *   const access = await Access.open(kb, { adminToken: process.env.KOINII_ADMIN_TOKEN });
+ *   const p = access.authenticate(req.headers.authorization); // Principal, or throws unauthorized
+ *   access.checkWrite(p, "CxAtlas", "(dog Muffet)");            // throws foreign-context / registry-forbidden
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { terms, type Kb } from "../kb/index.js";
+import { WireError } from "./errors.js";
+
+export const REGISTRY_CONTEXT = "CxRegistry";
+const AGENT_ID_RE = /^Agent[A-Z][A-Za-z0-9]*$/;
+
+export type Posture = "open" | "admin-token";
+
+export interface Principal {
+  /** "admin" for the admin (and every caller in open mode), else the agent id. */
+  id: string;
+  admin: boolean;
+  /** The one context an agent writes (its own); undefined for the admin. */
+  context?: string;
+}
+
+export const ADMIN: Principal = Object.freeze({ id: "admin", admin: true });
+
+/** An agent's own context: drop a leading `Agent`, prefix `Cx` (AgentAtlas -> CxAtlas). */
+export function contextFor(agentId: string): string {
+  return "Cx" + agentId.replace(/^Agent/, "");
+}
+
+export const isAgentId = (s: string): boolean => AGENT_ID_RE.test(s);
+
+const sha256 = (s: string): Buffer => createHash("sha256").update(s, "utf8").digest();
+
+/** A fresh agent token: 32 random bytes, base64url (unguessable; shown once, stored hashed). */
+export const newAgentToken = (): string => "kat_" + randomBytes(32).toString("base64url");
+
+export class Access {
+  /** Agent principals by the hex sha256 of their token. */
+  private readonly agents = new Map<string, Principal>();
+
+  private constructor(
+    private readonly kb: Kb,
+    private readonly adminDigest: Buffer | undefined,
+  ) {}
+
+  /** Load the stored agent token digests; an empty or missing admin token means open mode. */
+  static async open(kb: Kb, opts: { adminToken?: string | undefined }): Promise<Access> {
+    const token = opts.adminToken?.trim() ? opts.adminToken : undefined;
+    const access = new Access(kb, token === undefined ? undefined : sha256(token));
+    const rows = await kb.store.sql.selectFrom("principal").select(["id", "token_sha256"]).execute();
+    for (const r of rows) access.agents.set(r.token_sha256, agentPrincipal(r.id));
+    return access;
+  }
+
+  get posture(): Posture {
+    return this.adminDigest ? "admin-token" : "open";
+  }
+
+  /**
+   * The principal behind an `Authorization` header. Open mode: every caller is the admin.
+   * Otherwise a missing, malformed or unknown token is `unauthorized`, with one message
+   * whatever was wrong (every 401 is byte-identical). The admin digest is compared with
+   * timingSafeEqual; agent tokens are looked up by their sha256 digest, which reveals
+   * nothing usable about a token.
+   */
+  authenticate(header: string | undefined): Principal {
+    if (!this.adminDigest) return ADMIN;
+    const m = typeof header === "string" ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
+    if (m) {
+      const digest = sha256(m[1]!);
+      if (timingSafeEqual(digest, this.adminDigest)) return ADMIN;
+      const agent = this.agents.get(digest.toString("hex"));
+      if (agent) return agent;
+    }
+    throw new WireError("unauthorized", "a valid bearer token is required");
+  }
+
+  /**
+   * The write boundary (K4), checked before admissibility: an agent writes only its own
+   * context; CxRegistry is the admin's. A `(genlCx A B)` edge is stored in CxUniverse, so an
+   * agent may assert or retract one only when its own context is A or B (it lifts itself
+   * under a channel, or lets itself see one), and never with CxRegistry as the viewer.
+   */
+  checkWrite(p: Principal, context: unknown, sentence?: unknown): void {
+    if (p.admin) return;
+    if (context === REGISTRY_CONTEXT) throw new WireError("registry-forbidden", `${REGISTRY_CONTEXT} is written by the admin only`);
+    if (context !== p.context) throw new WireError("foreign-context", `${p.id} writes only its own context ${p.context}, not ${String(context)}`, { own: p.context });
+    if (typeof sentence === "string") this.checkEdge(p, sentence);
+  }
+
+  /** A removal: the stored sentex's context, or an edge naming the agent's own context. */
+  checkRemove(p: Principal, handle: number): void {
+    if (p.admin) return;
+    const s = this.kb.sentex(handle);
+    if (!s) return; // unknown handles are the engine's to refuse
+    if (s.context === "CxUniverse" && this.edgeNamesOwn(p, s.sentence)) return;
+    this.checkWrite(p, s.context);
+  }
+
+  private checkEdge(p: Principal, sentence: string): void {
+    let t: terms.Term;
+    try {
+      t = terms.parseTerm(sentence);
+    } catch {
+      return; // the engine refuses it as parse-error, after access
+    }
+    if (!terms.isList(t) || t[0] !== "genlCx") return;
+    if (t[1] === REGISTRY_CONTEXT) throw new WireError("registry-forbidden", `only the admin may make ${REGISTRY_CONTEXT} see another context`);
+    if (t[1] !== p.context && t[2] !== p.context) throw new WireError("foreign-context", `${p.id} may only add genlCx edges that name its own context ${p.context}`, { own: p.context });
+  }
+
+  private edgeNamesOwn(p: Principal, sentence: string): boolean {
+    try {
+      const t = terms.parseTerm(sentence);
+      return terms.isList(t) && t[0] === "genlCx" && t[1] !== REGISTRY_CONTEXT && (t[1] === p.context || t[2] === p.context);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Issue (or rotate) an agent's token: stores only its sha256. The previous token of the
+   * same agent stops working at once.
+   */
+  async issueToken(agentId: string): Promise<string> {
+    const token = newAgentToken();
+    const digest = sha256(token).toString("hex");
+    const old = await this.kb.store.sql.selectFrom("principal").select("token_sha256").where("id", "=", agentId).executeTakeFirst();
+    await this.kb.store.sql
+      .insertInto("principal")
+      .values({ id: agentId, token_sha256: digest })
+      .onConflict((oc) => oc.column("id").doUpdateSet({ token_sha256: digest }))
+      .execute();
+    await this.kb.store.durable(); // answered only once the digest is committed
+    if (old) this.agents.delete(old.token_sha256);
+    this.agents.set(digest, agentPrincipal(agentId));
+    return token;
+  }
+}
+
+function agentPrincipal(id: string): Principal {
+  return Object.freeze({ id, admin: false, context: contextFor(id) });
+}

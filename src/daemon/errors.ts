@@ -1,0 +1,122 @@
+/**
+ * The ONE place that maps every wire error `type` to its HTTP status (wire.md "Errors"):
+ * the engine's refusals, the feed's, and the daemon's own. A type has exactly one status;
+ * nothing elsewhere invents a type string or picks a status.
+ *
+ *   throw new WireError("foreign-context", "AgentAtlas writes only CxAtlas");
+ *   // -> 403 {"ok": false, "type": "foreign-context", "error": "AgentAtlas writes only CxAtlas"}
+ */
+import { isKbError, type KbErrorType, type Problem } from "../kb/index.js";
+import { FeedError, type FeedErrorType } from "../feed/index.js";
+
+/** Types only the daemon answers (access, guards, routing, lifecycle). */
+type DaemonErrorType =
+  | "not-found"
+  | "unauthorized"
+  | "forbidden"
+  | "foreign-context"
+  | "registry-forbidden"
+  | "cross-origin"
+  | "body-too-large"
+  | "not-json"
+  | "shutting-down"
+  | "internal-error";
+
+export type WireErrorType = KbErrorType | FeedErrorType | DaemonErrorType;
+
+/** Every type with its status. Typed as a total record: a new engine or feed type fails to compile until it is mapped here. */
+export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
+  // request refusals (wire.md): the caller's fault, 400
+  "parse-error": 400,
+  "not-ground": 400,
+  naming: 400,
+  arity: 400,
+  functional: 400,
+  "not-range-restricted": 400,
+  "dangling-target": 400,
+  shape: 400,
+  inadmissible: 400,
+  "not-watchable": 400,
+  "unknown-subscription": 400,
+  "bad-cursor": 400,
+  "bad-request": 400,
+  // Not in wire.md; the engine refuses a sentence over a parse or derivation limit (docs/daemon.md).
+  "limit-reached": 400,
+  "unknown-handle": 404,
+  // Not in wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
+  claimed: 409,
+  "not-found": 404,
+  unauthorized: 401,
+  forbidden: 403,
+  "foreign-context": 403,
+  "registry-forbidden": 403,
+  "cross-origin": 403,
+  "body-too-large": 413,
+  "not-json": 415,
+  "too-many-subscriptions": 429,
+  "too-many-waiters": 429,
+  "internal-error": 500,
+  // Not in wire.md: the daemon is stopping (SIGTERM) or the store closed (docs/daemon.md).
+  "shutting-down": 503,
+  closed: 503,
+};
+
+export const WIRE_ERROR_TYPES = Object.keys(WIRE_ERROR_STATUS) as WireErrorType[];
+
+export class WireError extends Error {
+  constructor(
+    readonly type: WireErrorType,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = "WireError";
+  }
+}
+
+export interface WireErrorBody {
+  ok: false;
+  type: WireErrorType;
+  error: string;
+  problems?: Problem[];
+  [k: string]: unknown;
+}
+
+/** Fastify's own 4xx codes, each mapped onto a wire type. */
+const FASTIFY_CODES: Record<string, WireErrorType> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "body-too-large",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "not-json",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "bad-request",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "bad-request",
+  FST_ERR_CTP_INVALID_JSON_BODY: "bad-request",
+};
+
+/**
+ * Any thrown value as a wire answer: its status and body. Unknown errors (and fastify 5xx)
+ * are `internal-error`; their message is not echoed to the caller.
+ */
+export function toWire(err: unknown): { status: number; body: WireErrorBody; internal: boolean } {
+  let type: WireErrorType = "internal-error";
+  let message = "the daemon failed; the error is in its log";
+  let extra: Record<string, unknown> = {};
+  if (err instanceof WireError) {
+    type = err.type;
+    message = err.message;
+    extra = err.extra;
+  } else if (isKbError(err)) {
+    type = err.type;
+    message = err.message;
+    if (err.problems) extra = { problems: err.problems };
+  } else if (err instanceof FeedError) {
+    type = err.type;
+    message = err.message;
+  } else if (err && typeof err === "object" && "code" in err && typeof err.code === "string") {
+    const statusCode = "statusCode" in err && typeof err.statusCode === "number" ? err.statusCode : 500;
+    const mapped = FASTIFY_CODES[err.code];
+    if (mapped) type = mapped;
+    else if (statusCode >= 400 && statusCode < 500) type = "bad-request";
+    if (type !== "internal-error") message = err instanceof Error ? err.message : String(err);
+  }
+  const status = WIRE_ERROR_STATUS[type];
+  return { status, body: { ok: false, type, error: message, ...extra }, internal: status >= 500 && type === "internal-error" };
+}

@@ -1,0 +1,7 @@
+/** The daemon's public surface: build the server in-process, and the wire's error table. */
+export { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "./server.js";
+export type { ServerOptions, KoiniiServer, DaemonLimits } from "./server.js";
+export { WIRE_ERROR_STATUS, WIRE_ERROR_TYPES, WireError, toWire } from "./errors.js";
+export type { WireErrorType, WireErrorBody } from "./errors.js";
+export { contextFor, isAgentId, ADMIN } from "./access.js";
+export type { Principal, Posture } from "./access.js";

@@ -1,0 +1,326 @@
+/**
+ * The route table of wire.md: each route's method, path, access, zod schemas (validation,
+ * types and OpenAPI from one source) and handler. server.ts registers them; openapi.ts
+ * documents them.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import { terms, KbError, type Kb } from "../kb/index.js";
+import type { FeedHub } from "../feed/index.js";
+import { WireError } from "./errors.js";
+import { type Access, type Principal, REGISTRY_CONTEXT, contextFor, isAgentId } from "./access.js";
+import type { Metrics } from "./metrics.js";
+import * as s from "./schemas.js";
+
+/** none = no token (only /health); any = any principal; admin = the admin only. */
+export type RouteAccess = "none" | "any" | "admin";
+
+export interface RouteDeps {
+  kb: Kb;
+  hub: FeedHub;
+  access: Access;
+  metrics: Metrics;
+  version: string;
+  heartbeatMs: number;
+}
+
+export interface HandlerContext<B, P, Q> {
+  body: B;
+  params: P;
+  query: Q;
+  principal: Principal;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface RouteDef {
+  method: "GET" | "POST";
+  url: string;
+  summary: string;
+  access: RouteAccess;
+  body?: z.ZodType;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  /** The `ok: true` answer; undefined for a route that answers in another media type. */
+  answer?: z.ZodType;
+  /** Media type of a non-JSON answer (SSE, Prometheus text). */
+  produces?: string;
+  handler(ctx: HandlerContext<any, any, any>): unknown;
+}
+
+type Out<A extends z.ZodType> = Omit<z.output<A>, "ok">;
+
+/** Type a route: its handler sees parsed inputs and must return the answer's shape (without `ok`). */
+function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType>(def: {
+  method: "GET" | "POST";
+  url: string;
+  summary: string;
+  access: RouteAccess;
+  body?: B;
+  params?: P;
+  query?: Q;
+  answer: A;
+  handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): Out<A> | Promise<Out<A>>;
+}): RouteDef {
+  return def;
+}
+
+function sentexOr404(kb: Kb, handle: number) {
+  const sx = kb.sentex(handle);
+  if (!sx) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
+  return sx;
+}
+
+/** The last argument of each registry fact `(pred Id value)`, decoded. */
+function registryValue(kb: Kb, pred: string, id: string): string | undefined {
+  const hit = kb.match(`(${pred} ${id} ?v)`, REGISTRY_CONTEXT)[0];
+  if (!hit) return undefined;
+  const t = terms.parseTerm(hit.sentence) as terms.List;
+  return t[2] as string;
+}
+
+export function routes(d: RouteDeps): RouteDef[] {
+  const { kb, hub, access, metrics } = d;
+  return [
+    route({
+      method: "GET",
+      url: "/health",
+      summary: "Liveness and the head seq; the only route that needs no token",
+      access: "none",
+      answer: s.healthAnswer,
+      handler: () => ({ seq: hub.headSeq, version: d.version }),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/assert",
+      summary: "Assert one sentence into a context (idempotent on identity)",
+      access: "any",
+      body: s.assertBody,
+      answer: s.assertAnswer,
+      async handler({ body, principal }) {
+        access.checkWrite(principal, body.context, body.sentence);
+        const creator = principal.admin ? (body.creator ?? null) : principal.id;
+        const r = await kb.assert(body.sentence, body.context, { strength: body.strength, creator });
+        metrics.writes.inc({ route: "assert" });
+        return r;
+      },
+    }),
+    route({
+      method: "POST",
+      url: "/v1/edit",
+      summary: "Apply a batch atomically: adds then removes, one seq, one event",
+      access: "any",
+      body: s.editBody,
+      answer: s.editAnswer,
+      async handler({ body, principal }) {
+        const batch = stampBatch(access, principal, body);
+        const r = await kb.edit(batch);
+        metrics.writes.inc({ route: "edit" });
+        return r;
+      },
+    }),
+    route({
+      method: "POST",
+      url: "/v1/check-edit",
+      summary: "Every problem a batch would meet; stores nothing",
+      access: "any",
+      body: s.editBody,
+      answer: s.checkEditAnswer,
+      handler: ({ body, principal }) => ({ problems: kb.checkEdit(stampBatch(access, principal, body)) }),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/retract",
+      summary: "Retract a stored sentex, with its target-following replies (cascade)",
+      access: "any",
+      body: s.retractBody,
+      answer: s.retractAnswer,
+      async handler({ body, principal }) {
+        sentexOr404(kb, body.handle);
+        access.checkRemove(principal, body.handle);
+        const r = await kb.retract(body.handle);
+        metrics.writes.inc({ route: "retract" });
+        return r;
+      },
+    }),
+    route({
+      method: "POST",
+      url: "/v1/query",
+      summary: "Cone-aware query: solutions as variable bindings in canonical text",
+      access: "any",
+      body: s.queryBody,
+      answer: s.queryAnswer,
+      handler: ({ body }) => kb.query(body.goal, body.context, { limit: body.limit }),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/match",
+      summary: "Believed sentexes stored exactly in a context (?ctx = any) matching a literal",
+      access: "any",
+      body: s.matchBody,
+      answer: s.matchAnswer,
+      handler: ({ body }) => ({ sentexes: kb.match(body.sentence, body.context) }),
+    }),
+    route({
+      method: "GET",
+      url: "/v1/sentex/:handle",
+      summary: "One stored sentex by handle",
+      access: "any",
+      params: s.sentexParams,
+      answer: s.sentexAnswer,
+      handler: ({ params }) => ({ sentex: sentexOr404(kb, Number(params.handle)) }),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/why",
+      summary: "Why a sentex is (not) believed: premise, justifications, reason",
+      access: "any",
+      body: s.whyBody,
+      answer: s.whyAnswer,
+      handler: ({ body }) => kb.why(body.handle),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/contradictions",
+      summary: "Default/default contradictions and monotonic/monotonic conflicts visible from a context",
+      access: "any",
+      body: s.contradictionsBody,
+      answer: s.contradictionsAnswer,
+      handler: ({ body }) => kb.contradictions(body.context),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/watch",
+      summary: "Register a subscription: every event, a context's cone, or a standing query; `from` replays the durable log",
+      access: "any",
+      body: s.watchBody,
+      answer: s.watchAnswer,
+      handler: ({ body, principal }) => hub.watch(principal, body),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/poll",
+      summary: "Matching events after a cursor; waitMs parks (capped) until one arrives",
+      access: "any",
+      body: s.pollBody,
+      answer: s.pollAnswer,
+      handler: ({ body, principal }) => hub.poll(principal, body),
+    }),
+    {
+      method: "GET",
+      url: "/v1/stream",
+      summary: "The subscription as Server-Sent Events (id = seq; Last-Event-ID resumes; heartbeat comments; event: lagged)",
+      access: "any",
+      query: s.streamQuery,
+      produces: "text/event-stream",
+      async handler({ query, principal, request, reply }: HandlerContext<unknown, unknown, z.output<typeof s.streamQuery>>) {
+        const lastId = request.headers["last-event-id"];
+        const raw = typeof lastId === "string" ? lastId : query.cursor;
+        const cursor = raw === undefined ? undefined : /^[0-9]{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+        const prepared = hub.prepareStream(principal, query.token, cursor);
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+        res.flushHeaders();
+        const gone = new Promise<void>((r) => res.once("close", () => r()));
+        await hub.runStream(
+          prepared,
+          {
+            write: (chunk) => (res.destroyed || res.writableEnded ? true : res.write(chunk)),
+            drained: () => new Promise((r) => res.once("drain", () => r())),
+            get closed() {
+              return res.destroyed || res.writableEnded;
+            },
+            gone,
+            end: () => {
+              if (!res.writableEnded) res.end();
+            },
+          },
+          d.heartbeatMs,
+        );
+      },
+    },
+    route({
+      method: "POST",
+      url: "/v1/unwatch",
+      summary: "Drop a subscription (idempotent)",
+      access: "any",
+      body: s.unwatchBody,
+      answer: s.unwatchAnswer,
+      handler: ({ body, principal }) => ({ dropped: hub.unwatch(principal, body.token) }),
+    }),
+    route({
+      method: "GET",
+      url: "/v1/watchers",
+      summary: "Your subscriptions (every subscription for the admin)",
+      access: "any",
+      answer: s.watchersAnswer,
+      handler: ({ principal }) => ({ watchers: hub.watchers(principal) }),
+    }),
+    route({
+      method: "POST",
+      url: "/v1/agents",
+      summary: "Register an agent (admin): registry facts and a fresh token (re-registering rotates it)",
+      access: "admin",
+      body: s.agentsBody,
+      answer: s.agentsAnswer,
+      async handler({ body }) {
+        if (!isAgentId(body.id)) throw new KbError("naming", `agent id ${JSON.stringify(body.id)} must be Agent followed by CapitalCamelCase, e.g. AgentAtlas`);
+        const id = body.id;
+        const wanted: [string, string][] = [["displayNameOf", terms.stringAtom(body.displayName ?? id)]];
+        if (body.trust !== undefined || registryValue(kb, "trustLevel", id) === undefined) {
+          const trust = terms.canonicalNumber(String(body.trust ?? 0));
+          if (trust === undefined) throw new WireError("bad-request", `trust must be a plain decimal number, got ${body.trust}`);
+          wanted.push(["trustLevel", trust]);
+        }
+        const add = [{ sentence: `(agent ${id})`, context: REGISTRY_CONTEXT }];
+        const remove: number[] = [];
+        for (const [pred, value] of wanted) {
+          add.push({ sentence: `(${pred} ${id} ${value})`, context: REGISTRY_CONTEXT });
+          for (const old of kb.match(`(${pred} ${id} ?v)`, REGISTRY_CONTEXT)) {
+            if ((terms.parseTerm(old.sentence) as terms.List)[2] !== value && !old.derived) remove.push(old.handle);
+          }
+        }
+        await kb.edit({ add, remove });
+        const token = await access.issueToken(id);
+        metrics.writes.inc({ route: "agents" });
+        return { agent: id, context: contextFor(id), token };
+      },
+    }),
+    route({
+      method: "GET",
+      url: "/v1/agents",
+      summary: "Registered agents with their context, display name and trust",
+      access: "any",
+      answer: s.agentsListAnswer,
+      handler: () => ({
+        agents: kb
+          .match("(agent ?a)", REGISTRY_CONTEXT)
+          .map((r) => (terms.parseTerm(r.sentence) as terms.List)[1] as string)
+          .sort()
+          .map((id) => {
+            const name = registryValue(kb, "displayNameOf", id);
+            const trust = registryValue(kb, "trustLevel", id);
+            return {
+              id,
+              context: contextFor(id),
+              displayName: name !== undefined && terms.isString(name) ? terms.stringValue(name) : (name ?? null),
+              trust: trust !== undefined && terms.isNumber(trust) ? Number(trust) : null,
+            };
+          }),
+      }),
+    }),
+  ];
+}
+
+/** Access first (K4: a foreign entry is 403 before any admissibility check), then stamp creator. */
+function stampBatch(access: Access, p: Principal, body: s.EditBody) {
+  body.add.forEach((a) => access.checkWrite(p, a.context, a.sentence));
+  body.remove.forEach((h) => access.checkRemove(p, h));
+  return {
+    add: body.add.map((a) => ({ sentence: a.sentence, context: a.context, strength: a.strength, creator: p.admin ? (a.creator ?? null) : p.id })),
+    remove: body.remove,
+  };
+}
+
+export { WireError };

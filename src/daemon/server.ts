@@ -1,0 +1,249 @@
+/**
+ * The daemon: fastify on an in-process KB (wire.md). Constructible in-process, so tests and
+ * benchmarks can run it without a child process:
+ *
+ *   const kb = await openKb({ path: "./data/koinii.db", contextsDir: "./contexts" });
+ *   const server = await createServer({ kb, adminToken: process.env.KOINII_ADMIN_TOKEN });
+ *   const url = await server.listen(4200, "127.0.0.1");
+ *   // ... later: await server.close(); await kb.close();
+ *
+ * Guards run in onRequest, in this order, all from the headers: shutting-down (503),
+ * cross-origin (403), unauthorized (401), forbidden (403, admin routes), body-too-large
+ * (413, from Content-Length, before the body is read), not-json (415).
+ */
+import { readFileSync, existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { pino, type Logger } from "pino";
+import type { Kb } from "../kb/index.js";
+import { FeedHub, type FeedLimits } from "../feed/index.js";
+import { toWire, WireError } from "./errors.js";
+import { Access, type Principal } from "./access.js";
+import { Metrics } from "./metrics.js";
+import { routes, type RouteDef } from "./routes.js";
+import { openApiDocument } from "./openapi.js";
+
+/** Every bound of the daemon besides the feed's, each with its unit in its name. */
+export interface DaemonLimits {
+  /** Largest request body; a larger one is 413 `body-too-large`. */
+  maxBodyBytes: number;
+  /** Interval of the `: heartbeat` comment on SSE streams. */
+  heartbeatMs: number;
+  /** How long a graceful close may take before open connections are cut. */
+  shutdownGraceMs: number;
+}
+
+export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
+  maxBodyBytes: 16 * 1024 * 1024,
+  heartbeatMs: 15_000,
+  shutdownGraceMs: 10_000,
+};
+
+export interface ServerOptions {
+  kb: Kb;
+  /** Unset or blank = open mode (loopback only; the CLI refuses a public bind). */
+  adminToken?: string | undefined;
+  feed?: Partial<FeedLimits>;
+  limits?: Partial<DaemonLimits>;
+  /** Extra exact origins allowed besides the daemon's own loopback origin. */
+  allowedOrigins?: string[];
+  logger?: Logger;
+  version?: string;
+  now?: () => number;
+}
+
+export interface KoiniiServer {
+  app: FastifyInstance;
+  hub: FeedHub;
+  access: Access;
+  metrics: Metrics;
+  log: Logger;
+  /** Listen and return the base URL (port 0 picks a free port). */
+  listen(port: number, host: string): Promise<string>;
+  /**
+   * Graceful close within `shutdownGraceMs`: refuse new requests, answer parked polls,
+   * close streams, let in-flight writes commit and answer. The KB stays open (the caller
+   * owns it and closes it after).
+   */
+  close(): Promise<void>;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+  interface FastifyContextConfig {
+    access?: RouteDef["access"];
+  }
+}
+
+const LOOPBACK_HOST_RE = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
+
+/** The package root (the folder holding koinii's package.json), from src/ or dist/src/. */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const p = join(dir, "package.json");
+    if (existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as { name?: string }).name === "koinii") return dir;
+    dir = dirname(dir);
+  }
+  throw new Error("koinii package.json not found above " + fileURLToPath(import.meta.url));
+}
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
+}
+
+/** Build the daemon over `opts.kb`; nothing listens until `listen`. */
+export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
+  const { kb } = opts;
+  const limits: DaemonLimits = { ...DEFAULT_DAEMON_LIMITS, ...opts.limits };
+  for (const [k, v] of Object.entries(limits)) if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`daemon limit ${k} must be a positive integer, got ${v}`);
+  const log = opts.logger ?? pino({ name: "koinii" }, pino.destination(2));
+  const version = opts.version ?? packageVersion();
+  const access = await Access.open(kb, { adminToken: opts.adminToken });
+  let hubRef: FeedHub | undefined;
+  const metrics = new Metrics(() => hubRef, () => hubRef?.headSeq ?? kb.headSeq);
+  const hub = await FeedHub.open(
+    kb,
+    opts.feed,
+    {
+      onEvent: () => metrics.events.inc(),
+      onLost: (n) => metrics.lost.inc(n),
+      onInvariant: (message) => log.error({ invariant: true }, message),
+    },
+    { now: opts.now, parseLimits: kb.engine.limits },
+  );
+  hubRef = hub;
+  const allowedOrigins = new Set(opts.allowedOrigins ?? []);
+
+  const app = Fastify({
+    logger: false, // K: one log line per 5xx, written by the error handler; none per request
+    bodyLimit: limits.maxBodyBytes,
+    return503OnClosing: false, // answered by our own guard, in the wire's shape
+    forceCloseConnections: "idle",
+    exposeHeadRoutes: false,
+  });
+  app.decorateRequest("principal", null as unknown as Principal);
+
+  let closing = false;
+  const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs });
+
+  app.addHook("onRequest", async (req, reply) => {
+    if (closing) throw new WireError("shutting-down", "the daemon is shutting down");
+    const origin = req.headers.origin;
+    if (origin !== undefined && !originAllowed(origin, req, allowedOrigins)) {
+      throw new WireError("cross-origin", "requests from a foreign Origin are refused");
+    }
+    const need = req.is404 ? "any" : (req.routeOptions.config.access ?? "any");
+    if (need !== "none") req.principal = access.authenticate(req.headers.authorization);
+    if (need === "admin" && !req.principal.admin) throw new WireError("forbidden", "this route is the admin's");
+    if (req.method === "POST" && !req.is404) {
+      const len = req.headers["content-length"];
+      if (len !== undefined && Number(len) > limits.maxBodyBytes) {
+        reply.header("connection", "close"); // the body is never read
+        throw new WireError("body-too-large", `the body is ${len} bytes; the limit (maxBodyBytes) is ${limits.maxBodyBytes}`);
+      }
+      const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+      if (type !== "application/json") throw new WireError("not-json", "send the body as Content-Type: application/json");
+    }
+  });
+
+  app.addHook("onResponse", async (req, reply) => {
+    metrics.latency.observe({ method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const w = toWire(err);
+    if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");
+    metrics.refusals.inc({ type: w.body.type });
+    if (w.status === 413) reply.header("connection", "close");
+    return reply.code(w.status).send(w.body);
+  });
+
+  app.setNotFoundHandler(async (req) => {
+    throw new WireError("not-found", `no route ${req.method} ${req.url.split("?")[0]}`);
+  });
+
+  for (const def of table) {
+    app.route({
+      method: def.method,
+      url: def.url,
+      config: { access: def.access },
+      handler: async (request, reply) => {
+        const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
+        const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
+        const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
+        const out = await def.handler({ body, params, query, principal: request.principal, request, reply });
+        if (reply.sent) return reply;
+        return reply.send({ ok: true, ...(out as object) });
+      },
+    });
+  }
+  app.get("/openapi.json", { config: { access: "any" } }, async () => openApiDocument(table, version));
+  app.get("/metrics", { config: { access: "any" } }, async (_req, reply) => {
+    reply.header("content-type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  if (access.posture === "open") log.warn("open mode: no KOINII_ADMIN_TOKEN, every caller is the admin (loopback only)");
+
+  let closed: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    access,
+    metrics,
+    log,
+    async listen(port, host) {
+      await app.listen({ port, host });
+      const addr = app.server.address();
+      const real = typeof addr === "object" && addr ? addr.port : port;
+      return `http://${host.includes(":") ? `[${host}]` : host}:${real}`;
+    },
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        hub.shutdown(); // answers parked polls, ends streams
+        const cut = setTimeout(() => {
+          log.warn({ shutdownGraceMs: limits.shutdownGraceMs }, "graceful close ran out of time: cutting open connections");
+          app.server.closeAllConnections();
+        }, limits.shutdownGraceMs);
+        try {
+          await app.close(); // stop accepting; in-flight writes commit and answer
+        } finally {
+          clearTimeout(cut);
+        }
+      })();
+      return closed;
+    },
+  };
+}
+
+function parseOr400<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, value: unknown, where: string): T {
+  const r = schema.safeParse(value ?? (where === "body" ? undefined : {}));
+  if (r.success) return r.data;
+  const detail = r.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : where}: ${i.message}`)
+    .join("; ");
+  throw new WireError("bad-request", `the ${where} does not fit the route's schema: ${detail}`);
+}
+
+/**
+ * An Origin is allowed when listed, or when it is the daemon's own origin on a loopback
+ * name: its host equals the Host header and that host is loopback. A rebinding page
+ * (Host evil.example resolving to 127.0.0.1) has a non-loopback Host, so it is refused.
+ */
+function originAllowed(origin: string, req: FastifyRequest, allowed: ReadonlySet<string>): boolean {
+  if (allowed.has(origin)) return true;
+  const host = req.headers.host ?? "";
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return (url.protocol === "http:" || url.protocol === "https:") && url.host === host.toLowerCase() && LOOPBACK_HOST_RE.test(host);
+}

@@ -1,0 +1,420 @@
+/**
+ * The change feed over the wire: subscriptions, rings, cursors, long polls and streams on
+ * top of the KB's committed events (K2, K9). One KB listener fans each event out to every
+ * subscription, filtered per event; nothing here ever holds the writer.
+ *
+ *   const hub = await FeedHub.open(kb, { maxEvents: 256 });
+ *   const { token, cursor } = hub.watch(principal, { goal: "(dog ?x)", context: "CxPets" });
+ *   const { events, cursor: next, lagged } = await hub.poll(principal, { token, cursor, waitMs: 5000 });
+ */
+import { nanoid } from "nanoid";
+import type { Kb, FeedEvent, EngineLimits } from "../kb/index.js";
+import { FeedError } from "./errors.js";
+import { compileWatch, filterEvent, EventView, type WireEvent, type CompiledWatch } from "./filter.js";
+import { Subscription, type WakeReason } from "./subscription.js";
+
+/** Every bound of the feed, each with its unit in its name (style.md). */
+export interface FeedLimits {
+  /** Subscriptions per daemon; one more is refused `too-many-subscriptions`. */
+  maxSubscriptions: number;
+  /** Polls parked at once; one more is refused `too-many-waiters`. */
+  maxParked: number;
+  /** Undelivered events one subscription keeps in memory (the newest). */
+  maxEvents: number;
+  /** The longest a poll may park, whatever it asks. */
+  maxWaitMs: number;
+  /** A subscription neither polled nor streamed for this long is reaped. */
+  idleReapMs: number;
+  /** Events a poll answers when it names no limit. */
+  defaultPollLimit: number;
+  /** The largest `limit` a poll may ask for. */
+  maxPollLimit: number;
+  /** Durable-log events one poll examines before answering with the cursor it reached. */
+  maxScanEvents: number;
+}
+
+export const DEFAULT_FEED_LIMITS: FeedLimits = {
+  maxSubscriptions: 256,
+  maxParked: 1024,
+  maxEvents: 256,
+  maxWaitMs: 30_000,
+  idleReapMs: 300_000,
+  defaultPollLimit: 1000,
+  maxPollLimit: 10_000,
+  maxScanEvents: 10_000,
+};
+
+/** Who is asking: subscriptions belong to their owner; the admin may see and act on all. */
+export interface FeedPrincipal {
+  id: string;
+  admin: boolean;
+}
+
+export interface WatchRequest {
+  goal?: string;
+  context?: string;
+  /** A seq; anything else is `bad-cursor`. */
+  from?: unknown;
+}
+
+export interface WatchAnswer {
+  token: string;
+  cursor: number;
+  maxEvents: number;
+  lagged: number;
+}
+
+export interface PollRequest {
+  token: string;
+  cursor: unknown;
+  waitMs?: number;
+  limit?: number;
+}
+
+export interface PollAnswer {
+  events: WireEvent[];
+  cursor: number;
+  lagged: number;
+}
+
+export interface WatcherInfo {
+  token: string;
+  owner: string;
+  goal?: string;
+  context?: string;
+  cursor: number;
+  pending: number;
+  lagged: number;
+}
+
+/** Counters the daemon turns into metrics. */
+export interface FeedHooks {
+  onEvent?(seq: number): void;
+  onLost?(count: number): void;
+  /** An invariant broke (seq out of order): fail loudly, never silently. */
+  onInvariant?(message: string): void;
+}
+
+export interface PreparedStream {
+  readonly sub: Subscription;
+  readonly cursor: number;
+}
+
+/** A sink a stream writes Server-Sent-Event text to. */
+export interface StreamSink {
+  /** false = the socket's buffer is full: wait for `drained`. */
+  write(chunk: string): boolean;
+  drained(): Promise<void>;
+  readonly closed: boolean;
+  /** Resolves when the peer goes away. */
+  readonly gone: Promise<void>;
+  end(): void;
+}
+
+export class FeedHub {
+  readonly limits: FeedLimits;
+  private readonly subs = new Map<string, Subscription>();
+  private published: number;
+  private parkedPolls = 0;
+  private closing = false;
+  private readonly unlisten: () => void;
+  private readonly reaper: NodeJS.Timeout;
+  private readonly sees: (viewer: string, seen: string) => boolean;
+
+  private constructor(
+    private readonly kb: Kb,
+    limits: Partial<FeedLimits>,
+    private readonly hooks: FeedHooks,
+    private readonly now: () => number,
+    private readonly parseLimits: Partial<EngineLimits> | undefined,
+  ) {
+    this.limits = { ...DEFAULT_FEED_LIMITS, ...limits };
+    for (const [k, v] of Object.entries(this.limits)) {
+      if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`feed limit ${k} must be a positive integer, got ${v}`);
+    }
+    this.published = kb.headSeq;
+    this.sees = (a, b) => kb.sees(a, b);
+    this.unlisten = kb.onEvent((ev) => this.onEvent(ev));
+    this.reaper = setInterval(() => this.reapIdle(), Math.max(250, Math.min(60_000, Math.floor(this.limits.idleReapMs / 4))));
+    this.reaper.unref();
+  }
+
+  /**
+   * Attach to a KB. Waits for any write in flight to commit first, so the starting head is
+   * a committed seq (no event at or below it can still arrive).
+   */
+  static async open(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: { now?: () => number; parseLimits?: Partial<EngineLimits> } = {}): Promise<FeedHub> {
+    await kb.store.durable();
+    return new FeedHub(kb, limits, hooks, opts.now ?? Date.now, opts.parseLimits);
+  }
+
+  /** The newest committed and published seq: the head every reader may see. */
+  get headSeq(): number {
+    return this.published;
+  }
+
+  get subscriptionCount(): number {
+    return this.subs.size;
+  }
+
+  get parkedCount(): number {
+    return this.parkedPolls;
+  }
+
+  get streamCount(): number {
+    let n = 0;
+    for (const s of this.subs.values()) if (s.streaming) n++;
+    return n;
+  }
+
+  /** Undelivered events held in memory across every ring. */
+  get pendingCount(): number {
+    let n = 0;
+    for (const s of this.subs.values()) n += s.ring.size;
+    return n;
+  }
+
+  private onEvent(ev: FeedEvent): void {
+    // K2: seq strictly increases by one per published event.
+    if (ev.seq !== this.published + 1) this.hooks.onInvariant?.(`feed seq ${ev.seq} published after ${this.published}`);
+    if (ev.seq <= this.published) return;
+    this.published = ev.seq;
+    this.hooks.onEvent?.(ev.seq);
+    if (this.subs.size === 0) return;
+    const view = new EventView(ev);
+    let lost = 0;
+    for (const sub of this.subs.values()) {
+      const f = filterEvent(sub.watch, view, this.sees);
+      if (f && sub.push(f)) lost++;
+    }
+    if (lost) this.hooks.onLost?.(lost);
+  }
+
+  /** Register a subscription; `from` replays the durable log after that seq. */
+  watch(p: FeedPrincipal, req: WatchRequest): WatchAnswer {
+    this.reapIdle();
+    const watch: CompiledWatch = compileWatch(req, this.parseLimits);
+    let start = this.published;
+    if (req.from !== undefined) {
+      start = this.checkCursorValue(req.from, 0);
+    }
+    if (this.subs.size >= this.limits.maxSubscriptions) {
+      throw new FeedError("too-many-subscriptions", `this daemon holds ${this.subs.size} subscriptions, its ceiling (maxSubscriptions ${this.limits.maxSubscriptions}); unwatch one first`);
+    }
+    const token = `sub_${nanoid(24)}`;
+    this.subs.set(token, new Subscription(token, p.id, watch, start, this.published, this.limits.maxEvents, this.now()));
+    return { token, cursor: start, maxEvents: this.limits.maxEvents, lagged: this.retentionLag(start, this.published) };
+  }
+
+  /** Drop a subscription: its parked polls answer `unknown-subscription`, its stream closes. */
+  unwatch(p: FeedPrincipal, token: unknown): boolean {
+    const sub = typeof token === "string" ? this.subs.get(token) : undefined;
+    if (!sub || !this.owns(p, sub)) return false;
+    this.drop(sub, "dropped");
+    return true;
+  }
+
+  watchers(p: FeedPrincipal): WatcherInfo[] {
+    this.reapIdle();
+    const out: WatcherInfo[] = [];
+    for (const s of this.subs.values()) {
+      if (!this.owns(p, s)) continue;
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor: s.ackSeq, pending: s.ring.size, lagged: s.lostCount };
+      if (s.watch.goal !== undefined) w.goal = s.watch.goal;
+      if (s.watch.context !== undefined) w.context = s.watch.context;
+      out.push(w);
+    }
+    return out.sort((a, b) => (a.token < b.token ? -1 : 1));
+  }
+
+  /**
+   * The matching events after `cursor`, at most `limit`, and the cursor to send next; with
+   * `waitMs`, parks until an event arrives (a parked poll is a promise: it never holds the
+   * writer). Refusals: `unknown-subscription`, `bad-cursor`, `too-many-waiters`.
+   */
+  async poll(p: FeedPrincipal, req: PollRequest): Promise<PollAnswer> {
+    this.reapIdle();
+    const sub = this.get(p, req.token);
+    const cursor = this.checkCursor(sub, req.cursor);
+    const limit = this.checkLimit(req.limit);
+    const waitMs = Math.min(req.waitMs ?? 0, this.limits.maxWaitMs);
+    sub.ack(cursor);
+    sub.polledAt = this.now();
+    let answer = this.collect(sub, cursor, limit);
+    if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) return answer;
+    if (this.parkedPolls >= this.limits.maxParked) {
+      throw new FeedError("too-many-waiters", `${this.parkedPolls} polls are parked, the ceiling (maxParked ${this.limits.maxParked}); poll without waitMs or retry later`);
+    }
+    this.parkedPolls++;
+    let reason: WakeReason;
+    try {
+      reason = await sub.park(waitMs);
+    } finally {
+      this.parkedPolls--;
+    }
+    if (reason === "dropped") throw unknownSubscription();
+    sub.polledAt = this.now();
+    answer = this.collect(sub, cursor, limit);
+    return answer;
+  }
+
+  /**
+   * Check a stream request before any header is sent: the token, and the cursor to start
+   * after (the caller passes Last-Event-ID when reconnecting; none = where the reader left
+   * off). Throws `unknown-subscription` / `bad-cursor`.
+   */
+  prepareStream(p: FeedPrincipal, token: unknown, cursorIn: unknown): PreparedStream {
+    this.reapIdle();
+    const sub = this.get(p, token);
+    const cursor = cursorIn === undefined ? sub.ackSeq : this.checkCursor(sub, cursorIn);
+    return { sub, cursor };
+  }
+
+  /**
+   * Serve a prepared stream as Server-Sent Events into `sink` until the peer goes away, the
+   * subscription is dropped, or the daemon shuts down. One stream per token: a new stream
+   * (a reconnect) takes over from the old one.
+   */
+  async runStream(prepared: PreparedStream, sink: StreamSink, heartbeatMs: number): Promise<void> {
+    const { sub } = prepared;
+    let cursor = prepared.cursor;
+    sub.streaming?.close();
+    const stop = new AbortController();
+    const handle = { close: () => stop.abort() };
+    sub.streaming = handle;
+    const stopped = new Promise((r) => stop.signal.addEventListener("abort", r, { once: true }));
+    const heartbeat = setInterval(() => sink.write(": heartbeat\n\n"), heartbeatMs);
+    void sink.gone.then(() => handle.close());
+    try {
+      while (!stop.signal.aborted && !sink.closed && !this.closing && this.subs.get(sub.token) === sub) {
+        sub.ack(cursor);
+        sub.polledAt = this.now();
+        const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
+        let ok = true;
+        if (answer.lagged > 0) ok = sink.write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
+        for (const e of answer.events) ok = sink.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`) && ok;
+        // Acknowledge only what was written; a reconnect re-reads after its Last-Event-ID
+        // (the durable log backs what the ring let go).
+        if (answer.events.length > 0) cursor = answer.events[answer.events.length - 1]!.seq;
+        if (answer.lagged > 0) cursor = Math.max(cursor, answer.cursor);
+        if (!ok) await Promise.race([sink.drained(), sink.gone, stopped]);
+        else if (answer.events.length === 0 && answer.lagged === 0) {
+          cursor = answer.cursor; // nothing matched up to here: move on (a log scan may have stopped at its bound)
+          if (cursor >= this.published) await sub.park(this.limits.maxWaitMs, stop.signal);
+        }
+      }
+    } finally {
+      clearInterval(heartbeat);
+      if (sub.streaming === handle) sub.streaming = undefined;
+      sub.polledAt = this.now();
+      sink.end();
+    }
+  }
+
+  /** Answer every parked poll, close every stream, stop listening. */
+  shutdown(): void {
+    this.closing = true;
+    clearInterval(this.reaper);
+    for (const s of this.subs.values()) {
+      s.streaming?.close();
+      s.wake("shutdown");
+    }
+    this.unlisten();
+  }
+
+  /** Reap subscriptions idle past `idleReapMs` (none parked, none streaming). */
+  reapIdle(): number {
+    const cutoff = this.now() - this.limits.idleReapMs;
+    let n = 0;
+    for (const s of this.subs.values()) {
+      if (s.polledAt < cutoff && s.parked === 0 && !s.streaming) {
+        this.drop(s, "dropped");
+        n++;
+      }
+    }
+    return n;
+  }
+
+  // ------------------------------------------------------------ internals
+
+  private drop(sub: Subscription, reason: WakeReason): void {
+    this.subs.delete(sub.token);
+    sub.streaming?.close();
+    sub.wake(reason);
+  }
+
+  private owns(p: FeedPrincipal, s: Subscription): boolean {
+    return p.admin || s.owner === p.id;
+  }
+
+  private get(p: FeedPrincipal, token: unknown): Subscription {
+    const sub = typeof token === "string" ? this.subs.get(token) : undefined;
+    if (!sub || !this.owns(p, sub)) throw unknownSubscription();
+    return sub;
+  }
+
+  private checkCursorValue(c: unknown, start: number): number {
+    if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) throw new FeedError("bad-cursor", `a cursor is a whole number (a seq), got ${JSON.stringify(c)}`);
+    if (c > this.published) throw new FeedError("bad-cursor", `cursor ${c} is ahead of the head seq ${this.published}`);
+    if (c < start) throw new FeedError("bad-cursor", `cursor ${c} is below this subscription's start ${start}; watch with from to replay`);
+    return c;
+  }
+
+  private checkCursor(sub: Subscription, c: unknown): number {
+    return this.checkCursorValue(c, sub.startSeq);
+  }
+
+  private checkLimit(limit: number | undefined): number {
+    if (limit === undefined) return this.limits.defaultPollLimit;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > this.limits.maxPollLimit) {
+      throw new FeedError("bad-request", `limit must be a whole number from 1 to ${this.limits.maxPollLimit} (maxPollLimit)`);
+    }
+    return limit;
+  }
+
+  /** Events a `from` older than the retained log can no longer replay (an upper bound: all events, not only matching ones). */
+  private retentionLag(cursor: number, upTo: number): number {
+    if (cursor >= upTo) return 0;
+    const oldest = this.kb.oldestRetainedSeq();
+    return oldest > cursor + 1 ? Math.min(oldest - 1, upTo) - cursor : 0;
+  }
+
+  /** Read what is after `cursor`: the durable log up to `logUpTo`, then the ring. */
+  private collect(sub: Subscription, cursor: number, limit: number): PollAnswer {
+    const events: WireEvent[] = [];
+    let pos = cursor;
+    let lagged = 0;
+    if (pos < sub.logUpTo) {
+      lagged += this.retentionLag(pos, sub.logUpTo);
+      pos = Math.max(pos, Math.min(this.kb.oldestRetainedSeq() - 1, sub.logUpTo));
+      let scanned = 0;
+      while (pos < sub.logUpTo && events.length < limit) {
+        if (scanned >= this.limits.maxScanEvents) return { events, cursor: pos, lagged };
+        const batch = this.kb.readEvents(pos, Math.min(1000, sub.logUpTo - pos));
+        if (batch.length === 0) {
+          pos = sub.logUpTo;
+          break;
+        }
+        for (const ev of batch) {
+          if (ev.seq > sub.logUpTo) break;
+          pos = ev.seq;
+          scanned++;
+          const f = filterEvent(sub.watch, new EventView(ev), this.sees);
+          if (f) {
+            events.push(f);
+            if (events.length === limit) return { events, cursor: pos, lagged };
+          }
+        }
+      }
+    }
+    if (cursor < sub.lostUpTo) lagged += sub.lostCount;
+    const live = sub.ring.after(pos, limit - events.length);
+    for (const e of live) events.push(e);
+    const full = events.length === limit;
+    return { events, cursor: full ? events[events.length - 1]!.seq : this.published, lagged };
+  }
+}
+
+function unknownSubscription(): FeedError {
+  return new FeedError("unknown-subscription", "no such subscription: never issued, dropped, reaped, or not yours; watch again");
+}

@@ -1,0 +1,89 @@
+/**
+ * One subscription: what it watches, who owns it, where it started, its ring of undelivered
+ * events and what it lost. Cursors are seqs (wire.md): events with seq <= `logUpTo` are read
+ * back from the durable log, newer ones from the ring.
+ */
+import { Ring } from "./ring.js";
+import type { CompiledWatch, WireEvent } from "./filter.js";
+
+export type WakeReason = "event" | "timeout" | "dropped" | "shutdown" | "aborted";
+
+export class Subscription {
+  /** Every event the ring lost to overflow since the reader last acknowledged past them. */
+  lostCount = 0;
+  /** The newest seq lost to overflow (0 = none pending). */
+  lostUpTo = 0;
+  /** Highest cursor the reader has sent: everything at or below it was delivered. */
+  ackSeq: number;
+  /** Events at or below this seq come from the durable log; newer ones from the ring. */
+  logUpTo: number;
+  polledAt: number;
+  streaming: { close(): void } | undefined;
+  private readonly waiters = new Set<(reason: WakeReason) => void>();
+  readonly ring: Ring<WireEvent>;
+
+  constructor(
+    readonly token: string,
+    readonly owner: string,
+    readonly watch: CompiledWatch,
+    /** The seq the subscription starts after (the head at watch, or `from`). */
+    readonly startSeq: number,
+    /** The head when it was registered: the live ring holds only newer events. */
+    liveFrom: number,
+    maxEvents: number,
+    now: number,
+  ) {
+    this.ackSeq = startSeq;
+    this.logUpTo = liveFrom;
+    this.polledAt = now;
+    this.ring = new Ring<WireEvent>(maxEvents);
+  }
+
+  /** File a matching event; returns true when the ring had to drop its oldest. */
+  push(ev: WireEvent): boolean {
+    const lost = this.ring.push(ev);
+    if (lost) {
+      this.lostCount++;
+      this.lostUpTo = lost.seq;
+    }
+    this.wake("event");
+    return lost !== undefined;
+  }
+
+  /** The reader sent `cursor`: it holds everything up to it. */
+  ack(cursor: number): void {
+    if (cursor <= this.ackSeq) return;
+    this.ackSeq = cursor;
+    this.ring.dropThrough(cursor);
+    if (cursor > this.logUpTo) this.logUpTo = cursor;
+    if (cursor >= this.lostUpTo) {
+      this.lostCount = 0;
+      this.lostUpTo = 0;
+    }
+  }
+
+  get parked(): number {
+    return this.waiters.size;
+  }
+
+  /** Wait until a matching event, the end of `waitMs`, an unwatch/reap, shutdown, or `signal`. */
+  park(waitMs: number, signal?: AbortSignal): Promise<WakeReason> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve("aborted");
+      const onAbort = () => done("aborted");
+      const done = (reason: WakeReason) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        this.waiters.delete(done);
+        resolve(reason);
+      };
+      const timer = setTimeout(() => done("timeout"), waitMs);
+      signal?.addEventListener("abort", onAbort);
+      this.waiters.add(done);
+    });
+  }
+
+  wake(reason: WakeReason): void {
+    for (const w of [...this.waiters]) w(reason);
+  }
+}
