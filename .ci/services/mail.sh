@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Mail servers for the mail agent's tests (issue 8; docs/agents-mail.md "Network layer").
+# Idempotent; run as root on a fresh Debian 12 machine, from the repository (after `npm ci`:
+# the submission server uses the repository's smtp-server and nodemailer).
+#
+#   Dovecot 2.3 (Debian's dovecot-imapd, dovecot-lmtpd), a throwaway instance under
+#   $KOINII_MAIL_DIR (default /var/lib/koinii-mail): IMAP and LMTP on 127.0.0.1 only,
+#   plaintext auth (loopback only, no TLS), a passwd-file of test users, maildir storage.
+#   SMTP submission: .ci/services/smtp-submission.mjs (the npm smtp-server package) on
+#   127.0.0.1, AUTH against the same passwd-file, each message handed to Dovecot's LMTP
+#   before the 250 reply; a copy goes to the sender's Sent folder in the same LMTP
+#   transaction (sender+Sent@, lmtp_save_to_detail_mailbox) unless the sender's local part
+#   starts with "nosent" (a server that does not file submissions, like Stalwart).
+#
+# Leaves both running, prints what it started, and writes the connection details to
+# .ci/services/mail.env (tests read that file, or the same defaults).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+DIR=${KOINII_MAIL_DIR:-/var/lib/koinii-mail}
+IMAP_PORT=${KOINII_MAIL_IMAP_PORT:-10143}
+LMTP_PORT=${KOINII_MAIL_LMTP_PORT:-10024}
+SMTP_PORT=${KOINII_MAIL_SMTP_PORT:-10587}
+DOMAIN=koinii.test
+CONF=$DIR/dovecot.conf
+USERS=$DIR/users
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+if ! command -v dovecot >/dev/null || ! dpkg -s dovecot-imapd dovecot-lmtpd >/dev/null 2>&1; then
+  echo "mail.sh: installing dovecot-imapd dovecot-lmtpd"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends dovecot-imapd dovecot-lmtpd >/dev/null
+fi
+# Debian's own instance is not used; stop it if the package's scripts started one.
+if [ -f /run/dovecot/master.pid ] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
+  dovecot -c /etc/dovecot/dovecot.conf stop || true
+fi
+
+id kmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$DIR/mail" --shell /usr/sbin/nologin kmail
+mkdir -p "$DIR/run" "$DIR/state" "$DIR/mail"
+chown kmail:kmail "$DIR/mail"
+# Fixed users; tests add their own (one per test) to the same file, which Dovecot re-reads.
+if [ ! -f "$USERS" ]; then
+  for u in alice bob carol nosent-dave; do echo "$u@$DOMAIN:{PLAIN}$u-pass"; done > "$USERS"
+fi
+chmod 0644 "$USERS"
+
+cat > "$CONF.new" <<CONF
+# Throwaway Dovecot for tests: loopback only, plaintext auth, no TLS. Written by mail.sh.
+instance_name = koinii-mail
+base_dir = $DIR/run
+state_dir = $DIR/state
+protocols = imap lmtp
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+log_path = $DIR/dovecot.log
+mail_location = maildir:~/Maildir
+mail_uid = kmail
+mail_gid = kmail
+first_valid_uid = 1
+recipient_delimiter = +
+lmtp_save_to_detail_mailbox = yes
+mail_max_userip_connections = 500
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $USERS
+}
+userdb {
+  driver = static
+  args = uid=kmail gid=kmail home=$DIR/mail/%d/%n
+}
+namespace inbox {
+  inbox = yes
+  separator = /
+  mailbox Sent {
+    special_use = \Sent
+    auto = subscribe
+  }
+  mailbox Drafts {
+    special_use = \Drafts
+    auto = subscribe
+  }
+}
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = $IMAP_PORT
+  }
+  inet_listener imaps {
+    port = 0
+  }
+  process_min_avail = 2
+}
+service lmtp {
+  inet_listener lmtp {
+    address = 127.0.0.1
+    port = $LMTP_PORT
+  }
+}
+service imap {
+  process_limit = 1024
+}
+CONF
+changed=0
+if ! cmp -s "$CONF.new" "$CONF" 2>/dev/null; then mv "$CONF.new" "$CONF"; changed=1; else rm -f "$CONF.new"; fi
+
+if [ -f "$DIR/run/master.pid" ] && kill -0 "$(cat "$DIR/run/master.pid")" 2>/dev/null; then
+  if [ $changed = 1 ]; then dovecot -c "$CONF" reload; echo "mail.sh: dovecot reloaded ($CONF)"; fi
+else
+  dovecot -c "$CONF"
+  echo "mail.sh: started dovecot (pid $(cat "$DIR/run/master.pid")), IMAP 127.0.0.1:$IMAP_PORT, LMTP 127.0.0.1:$LMTP_PORT, config $CONF, log $DIR/dovecot.log"
+fi
+
+SMTP_PID=$DIR/smtp-submission.pid
+if [ -f "$SMTP_PID" ] && kill -0 "$(cat "$SMTP_PID")" 2>/dev/null; then
+  :
+else
+  KOINII_MAIL_USERS_FILE=$USERS KOINII_MAIL_SMTP_PORT=$SMTP_PORT KOINII_MAIL_LMTP_PORT=$LMTP_PORT \
+    setsid nohup node "$REPO/.ci/services/smtp-submission.mjs" >"$DIR/smtp-submission.log" 2>&1 </dev/null &
+  echo $! > "$SMTP_PID"
+  echo "mail.sh: started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
+fi
+
+for i in $(seq 1 100); do
+  if port_open "$IMAP_PORT" && port_open "$LMTP_PORT" && port_open "$SMTP_PORT"; then break; fi
+  sleep 0.1
+done
+for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT"; do
+  port_open "$p" || { echo "mail.sh: port $p is not listening" >&2; tail -20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
+done
+
+cat > "$REPO/.ci/services/mail.env" <<ENV
+KOINII_MAIL_DIR=$DIR
+KOINII_MAIL_HOST=127.0.0.1
+KOINII_MAIL_IMAP_PORT=$IMAP_PORT
+KOINII_MAIL_LMTP_PORT=$LMTP_PORT
+KOINII_MAIL_SMTP_PORT=$SMTP_PORT
+KOINII_MAIL_DOMAIN=$DOMAIN
+KOINII_MAIL_USERS_FILE=$USERS
+KOINII_MAIL_DOVECOT_CONF=$CONF
+ENV
+echo "mail.sh: ready; connection details in .ci/services/mail.env"
