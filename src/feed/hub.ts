@@ -219,7 +219,8 @@ export class FeedHub {
     const out: WatcherInfo[] = [];
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
-      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor: s.ackSeq, pending: s.ring.size, lagged: s.lostCount };
+      const cursor = Math.max(s.ackSeq, s.answeredSeq);
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount };
       if (s.watch.goal !== undefined) w.goal = s.watch.goal;
       if (s.watch.context !== undefined) w.context = s.watch.context;
       out.push(w);
@@ -241,7 +242,10 @@ export class FeedHub {
     sub.ack(cursor);
     sub.polledAt = this.now();
     let answer = this.collect(sub, cursor, limit);
-    if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) return answer;
+    if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) {
+      sub.answeredSeq = answer.cursor;
+      return answer;
+    }
     if (this.parkedPolls >= this.limits.maxParked) {
       throw new FeedError("too-many-waiters", `${this.parkedPolls} polls are parked, the ceiling (maxParked ${this.limits.maxParked}); poll without waitMs or retry later`);
     }
@@ -255,6 +259,7 @@ export class FeedHub {
     if (reason === "dropped") throw unknownSubscription();
     sub.polledAt = this.now();
     answer = this.collect(sub, cursor, limit);
+    sub.answeredSeq = answer.cursor;
     return answer;
   }
 
@@ -295,7 +300,7 @@ export class FeedHub {
         for (const e of answer.events) ok = sink.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`) && ok;
         // Acknowledge only what was written; a reconnect re-reads after its Last-Event-ID
         // (the durable log backs what the ring let go).
-        if (answer.events.length > 0) cursor = answer.events[answer.events.length - 1]!.seq;
+        if (answer.events.length > 0) cursor = sub.answeredSeq = answer.events[answer.events.length - 1]!.seq;
         if (answer.lagged > 0) cursor = Math.max(cursor, answer.cursor);
         if (!ok) await Promise.race([sink.drained(), sink.gone, stopped]);
         else if (answer.events.length === 0 && answer.lagged === 0) {

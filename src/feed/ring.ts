@@ -56,6 +56,13 @@ export class Ring<T extends Sequenced> {
     return out;
   }
 
+  /** How many items have seq > `seq`. */
+  countAfter(seq: number): number {
+    let n = 0;
+    for (let i = this.count - 1; i >= 0 && this.at(i)!.seq > seq; i--) n++;
+    return n;
+  }
+
   private at(i: number): T | undefined {
     return i < 0 || i >= this.count ? undefined : this.slots[(this.head + i) % this.maxEvents];
   }

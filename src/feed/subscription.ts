@@ -15,6 +15,8 @@ export class Subscription {
   lostUpTo = 0;
   /** Highest cursor the reader has sent: everything at or below it was delivered. */
   ackSeq: number;
+  /** The cursor the latest answer (poll or stream) handed out. */
+  answeredSeq: number;
   /** Events at or below this seq come from the durable log; newer ones from the ring. */
   logUpTo: number;
   polledAt: number;
@@ -34,6 +36,7 @@ export class Subscription {
     now: number,
   ) {
     this.ackSeq = startSeq;
+    this.answeredSeq = startSeq;
     this.logUpTo = liveFrom;
     this.polledAt = now;
     this.ring = new Ring<WireEvent>(maxEvents);

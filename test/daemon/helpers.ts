@@ -1,0 +1,138 @@
+/**
+ * Spawn the real daemon from dist/ on loopback with a random port and a temp data dir, and
+ * speak to it. The global setup has built dist/ already.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "node:net";
+
+export const MAIN = join(process.cwd(), "dist/src/cli/main.js");
+
+export interface Daemon {
+  url: string;
+  port: number;
+  dataDir: string;
+  proc: ChildProcess;
+  stderr: () => string;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+export const tempDir = (): string => mkdtempSync(join(tmpdir(), "koinii-test-"));
+
+export async function spawnDaemon(opts: { args?: string[]; env?: Record<string, string | undefined>; dataDir?: string } = {}): Promise<Daemon> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const env: Record<string, string | undefined> = { ...process.env, KOINII_ADMIN_TOKEN: undefined, ...opts.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const proc = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--data", dataDir, ...(opts.args ?? [])], { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | string>((resolve) => proc.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    proc.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /koinii listening on (http:\/\/\S+)\n/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`daemon exited (${code}) before listening: ${err}`)));
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    dataDir,
+    proc,
+    stderr: () => err,
+    exited,
+    async stop(signal = "SIGTERM") {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+/** One request; `body` is JSON-encoded unless `raw` is given. */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: { token?: string; headers?: Record<string, string>; raw?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined || opts.raw !== undefined) headers["content-type"] = "application/json";
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  Object.assign(headers, opts.headers);
+  const res = await fetch(url + path, { method, headers, body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body: parsed };
+}
+
+/** A raw HTTP/1.1 exchange: write `head` (and nothing else) and read the answer's status line and body. */
+export function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, "127.0.0.1");
+    let data = "";
+    sock.on("data", (d) => (data += d.toString()));
+    sock.on("end", () => resolve(data));
+    sock.on("close", () => resolve(data));
+    sock.on("error", reject);
+    sock.write(head);
+  });
+}
+
+/** Read SSE frames from a streaming fetch body until `until` says stop. */
+export async function readSse(
+  res: Response,
+  until: (frames: SseFrame[]) => boolean,
+): Promise<SseFrame[]> {
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  const frames: SseFrame[] = [];
+  while (!until(frames)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let i: number;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const f: SseFrame = { comment: [] };
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) f.comment.push(line.slice(1).trim());
+        else if (line.startsWith("id: ")) f.id = line.slice(4);
+        else if (line.startsWith("event: ")) f.event = line.slice(7);
+        else if (line.startsWith("data: ")) f.data = JSON.parse(line.slice(6));
+      }
+      frames.push(f);
+    }
+  }
+  await reader.cancel().catch(() => undefined);
+  return frames;
+}
+
+export interface SseFrame {
+  id?: string;
+  event?: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  data?: any;
+  comment: string[];
+}
