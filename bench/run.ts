@@ -4,6 +4,7 @@
  * writes bench/results/<suite>.json.
  */
 const suites: Record<string, () => Promise<void>> = {
+  kb: async () => (await import("./kb.js")).run(),
   rules: async () => (await import("./rules.js")).run(),
 };
 

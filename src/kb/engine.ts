@@ -27,6 +27,7 @@ import { type List, type Term, type Bindings, printTerm, parseTerm, matchTerm, s
 import { type Literal, sentenceShape, checkContextName, literalTerm, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
+import type { RawRow } from "./store.js";
 import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
 
 export type Strength = "default" | "monotonic";
@@ -113,6 +114,8 @@ export class Engine {
   private bounded: Bounded | undefined;
   private writeSeq = 0;
   private topologyChanged = false;
+  /** Nodes outside the settling region found to need relabelling (see relabel). */
+  private widening = new Set<Node>();
   /** Identity -> [handle, seq] of derived rows read from the store; reused on rebuild. */
   private reuse: Map<string, [number, number]> | undefined;
 
@@ -516,7 +519,7 @@ export class Engine {
 
   /** Recompute labels inside `region`; returns nodes outside it that would change. */
   private relabel(region: Set<Node>): Set<Node> {
-    const widen = new Set<Node>();
+    const widen = (this.widening = new Set<Node>());
     // Reset: forget labels, and forget justifications that lean on the region (they are
     // rediscovered by firing if still valid).
     for (const n of region) n.label = OUT;
@@ -659,6 +662,9 @@ export class Engine {
         c = this.newNode(ctx, cons.neg, atom, akey, cons.neg ? `(not ${akey})` : akey, null, 0, null);
         c.depth = depth;
         region.add(c);
+        // A new conclusion can defeat (or be defeated by) opposites outside the region:
+        // the region must stay closed under opposites, so they join it.
+        if (this.index.hasOpposite(c)) for (const o of this.index.withAtom(akey)) if (o.neg !== c.neg && !region.has(o)) this.widening.add(o);
       } else if (c.just && c.just.some((j) => j.rule === r && sameAnts(j.ants, ants))) {
         conclude(c, strength);
         continue;
@@ -709,33 +715,37 @@ export class Engine {
    * node once. Derived rows keep their handles when re-derived; rows no longer derivable
    * are reported in `deleted`.
    */
-  rebuild(rows: Iterable<StoredRow>, nextHandle: number, headSeq: number): WriteOutcome {
+  rebuild(rows: Iterable<RawRow>, nextHandle: number, headSeq: number): WriteOutcome {
     this.reuse = new Map();
     this.nextHandle = nextHandle;
     this.headSeq = headSeq;
     this.beginWrite(headSeq);
+    const unlimited = { maxSentenceChars: Infinity, maxDepth: Infinity };
     const premises: Node[] = [];
-    for (const row of rows) {
-      const term = parseTerm(row.sentence, { maxSentenceChars: Infinity, maxDepth: Infinity });
-      const parsed = sentenceShape(term);
-      if (row.premise === 0) {
-        if (parsed.kind === "fact") this.reuse.set(identityKey(row.context, parsed.lit.neg, printTerm(parsed.lit.atom)), [row.handle, row.seq]);
-        continue;
-      }
+    for (const [handle, ctx, text, premise, creator, createdAt, seq] of rows) {
+      // Stored text is canonical: a literal's atom text is the text itself (or inside `(not ...)`).
       let rule: CompiledRule | null = null;
       let neg = false;
       let atom: List;
-      if (parsed.kind === "rule") {
+      let akey: string;
+      if (text.startsWith("(implies ")) {
+        const parsed = sentenceShape(parseTerm(text, unlimited));
+        if (parsed.kind !== "rule") continue;
         rule = { antecedents: parsed.rule.antecedents, keys: parsed.rule.antecedents.map((a) => predKey(a.neg, a.atom[0] as string)), consequent: parsed.rule.consequent };
         atom = parsed.term;
+        akey = text;
       } else {
-        neg = parsed.lit.neg;
-        atom = parsed.lit.atom;
+        neg = text.startsWith("(not ");
+        akey = neg ? text.slice(5, -1) : text;
+        atom = parseTerm(akey, unlimited) as List;
       }
-      const akey = printTerm(atom);
+      if (premise === 0) {
+        this.reuse.set(identityKey(ctx, neg, akey), [handle, seq]);
+        continue;
+      }
       const n: Node = {
-        h: row.handle, ctx: row.context, neg, atom, akey, text: row.sentence, rule,
-        premise: row.premise, creator: row.creator, createdAt: row.createdAt, seq: row.seq,
+        h: handle, ctx, neg, atom, akey, text, rule,
+        premise, creator, createdAt, seq,
         label: OUT, depth: 0, just: null, deps: null, gone: false,
       };
       this.index.add(n);
@@ -747,20 +757,16 @@ export class Engine {
       premises.push(n);
     }
     // Inert premises are IN right away; everything else settles together.
-    for (const n of premises) if (this.isInert(n) && !this.defeatable(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
+    for (const n of premises) if (this.isInert(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
     this.topologyChanged = true;
     this.settle(new Set());
-    const reusedHandles = new Set([...this.index.byHandle.values()].filter((n) => n.premise === 0).map((n) => n.h));
-    const stale = [...this.reuse.values()].filter(([h]) => !reusedHandles.has(h)).map(([h]) => h);
+    const stale: number[] = [];
+    for (const [h] of this.reuse.values()) if (this.index.byHandle.get(h)?.premise !== 0) stale.push(h);
     this.reuse = undefined;
     const out = this.endWrite([], []);
     out.removedHandles = stale;
     this.headSeq = headSeq;
     return out;
-  }
-
-  private defeatable(n: Node): boolean {
-    return this.index.hasOpposite(n);
   }
 
   // ---------------------------------------------------------------- reads
@@ -798,6 +804,8 @@ export class Engine {
     return literalTerm({ neg: n.neg, atom: n.atom });
   }
 }
+
+export type { RawRow };
 
 export interface StoredRow {
   handle: number;

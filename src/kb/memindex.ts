@@ -43,8 +43,41 @@ class PredIndex {
   readonly args: Map<string, Bucket>[] = [];
 }
 
+/**
+ * Nodes by handle. Handles are minted densely, so a plain array beats a Map on both speed
+ * and memory; a retracted handle leaves a hole (holes stay cheap while most handles live).
+ */
+export class HandleTable {
+  private readonly slots: (Node | undefined)[] = [];
+  size = 0;
+
+  get(h: number): Node | undefined {
+    return this.slots[h];
+  }
+  has(h: number): boolean {
+    return this.slots[h] !== undefined;
+  }
+  set(h: number, n: Node): void {
+    while (this.slots.length < h) this.slots.push(undefined); // keep the array packed, never holey-by-gap
+    if (this.slots[h] === undefined) this.size++;
+    this.slots[h] = n;
+  }
+  delete(h: number): boolean {
+    if (this.slots[h] === undefined) return false;
+    this.slots[h] = undefined;
+    this.size--;
+    return true;
+  }
+  *values(): IterableIterator<Node> {
+    for (const n of this.slots) if (n !== undefined) yield n;
+  }
+  *keys(): IterableIterator<number> {
+    for (const n of this.slots) if (n !== undefined) yield n.h;
+  }
+}
+
 export class MemIndex {
-  readonly byHandle = new Map<number, Node>();
+  readonly byHandle = new HandleTable();
   private readonly byAtom = new Map<string, Bucket>();
   private readonly preds = new Map<string, PredIndex>();
   /** handle -> nodes whose atom contains (sentexHandle handle). */

@@ -11,8 +11,8 @@
  */
 import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, Migrator, type Migration, type MigrationProvider, sql, type Generated, type CompiledQuery } from "kysely";
-import type { StoredRow } from "./engine.js";
 import type { PremiseMark } from "./node.js";
+import type { StoredRow } from "./engine.js";
 
 export type Durability = "full" | "normal";
 
@@ -85,6 +85,8 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+export type RawRow = [handle: number, context: string, sentence: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
+
 export interface StoreMeta {
   nextHandle: number;
   headSeq: number;
@@ -98,6 +100,7 @@ export class Store {
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private afterCommit: (() => void)[] = [];
   private failed: unknown;
+  private pendingMeta: StoreMeta | undefined;
   /** Commits so far (for metrics and tests). */
   commits = 0;
 
@@ -141,10 +144,9 @@ export class Store {
     return { nextHandle: get("next_handle"), headSeq: get("head_seq") };
   }
 
-  *rows(): Iterable<StoredRow> {
-    for (const r of this.stmts.allRows!.iterate() as Iterable<SentexTable>) {
-      yield { handle: r.handle, context: r.context, sentence: r.sentence, premise: r.premise as PremiseMark, creator: r.creator, createdAt: r.created_at, seq: r.seq };
-    }
+  /** Every stored row in handle order, as [handle, context, sentence, premise, creator, createdAt, seq]. */
+  rows(): Iterable<RawRow> {
+    return this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
   }
 
   /** Open the turn's transaction if none is open; it commits on the next macrotask. */
@@ -175,6 +177,7 @@ export class Store {
     this.waiters = [];
     this.afterCommit = [];
     try {
+      this.flushMeta();
       this.db.exec("COMMIT");
       this.commits++;
     } catch (e) {
@@ -207,9 +210,16 @@ export class Store {
     this.stmts.insertTombstone!.run(handle, reason, seq);
   }
 
+  /** Record the counters; written once per group, just before its COMMIT. */
   setMeta(meta: StoreMeta): void {
-    this.stmts.setMeta!.run(meta.nextHandle, "next_handle");
-    this.stmts.setMeta!.run(meta.headSeq, "head_seq");
+    this.pendingMeta = meta;
+  }
+
+  private flushMeta(): void {
+    if (!this.pendingMeta) return;
+    this.stmts.setMeta!.run(this.pendingMeta.nextHandle, "next_handle");
+    this.stmts.setMeta!.run(this.pendingMeta.headSeq, "head_seq");
+    this.pendingMeta = undefined;
   }
 
   insertEvent(seq: number, body: string): void {

@@ -1,0 +1,157 @@
+/**
+ * `npm run bench -- kb` (issue 2): the KB core against raw better-sqlite3, in one run.
+ *
+ * - single durable asserts, each awaited before the next, against raw single-row commits
+ *   of the same rows in the same durability mode (target >= 0.6x the raw rate);
+ * - edits of 1 000 entries against raw 1 000-row insert transactions (target >= 0.5x);
+ * - a pattern query with one bound argument at 10^4, 10^5 and 10^6 sentexes
+ *   (target p50 <= 20 us at 10^6 and <= 1.5x growth from 10^4);
+ * - reopen at 10^6 (target <= 10 us per sentex);
+ * - resident memory at 10^6 (target <= 800 bytes per sentex, heap delta after GC).
+ */
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openKb, type Kb, type Durability } from "../src/kb/index.js";
+import { Suite, nowNs, elapsedMs, percentile, heapUsed, gc } from "./lib.js";
+
+const CONTEXTS = join(process.cwd(), "contexts");
+const tmp = () => mkdtempSync(join(tmpdir(), "koinii-bench-"));
+
+function rawDb(path: string, durability: Durability): Database.Database {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
+  db.exec("CREATE TABLE sentex (handle INTEGER PRIMARY KEY, context TEXT NOT NULL, sentence TEXT NOT NULL, premise INTEGER NOT NULL, creator TEXT, created_at INTEGER NOT NULL, seq INTEGER NOT NULL)");
+  return db;
+}
+
+async function singleAsserts(suite: Suite, durability: Durability, n: number): Promise<void> {
+  const dir = tmp();
+  try {
+    const raw = rawDb(join(dir, "raw.db"), durability);
+    const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
+    let t = nowNs();
+    for (let i = 0; i < n; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), i + 1);
+    const rawRate = n / (elapsedMs(t) / 1000);
+    raw.close();
+    const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
+    t = nowNs();
+    for (let i = 0; i < n; i++) await kb.assert(`(rel E${i} V${i})`, "CxBench", { creator: "AgentBench" });
+    const rate = n / (elapsedMs(t) / 1000);
+    await kb.close();
+    suite.add(`raw_single_row_commits_${durability}`, { value: rawRate, unit: "rows/s" });
+    suite.compare(`single_asserts_${durability}`, rate, "asserts/s", `raw_single_row_commits_${durability}`, { higherIsBetter: true, minRatio: 0.6, note: "each acknowledged before the next" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function batchEdits(suite: Suite, durability: Durability, batches: number, size: number): Promise<void> {
+  const dir = tmp();
+  try {
+    const raw = rawDb(join(dir, "raw.db"), durability);
+    const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
+    const insertMany = raw.transaction((from: number) => {
+      for (let i = from; i < from + size; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), 1);
+    });
+    let t = nowNs();
+    for (let b = 0; b < batches; b++) insertMany(b * size);
+    const rawRate = (batches * size) / (elapsedMs(t) / 1000);
+    raw.close();
+    const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
+    t = nowNs();
+    for (let b = 0; b < batches; b++) {
+      const add = [];
+      for (let i = b * size; i < (b + 1) * size; i++) add.push({ sentence: `(rel E${i} V${i})`, context: "CxBench" });
+      await kb.edit({ add });
+    }
+    const rate = (batches * size) / (elapsedMs(t) / 1000);
+    await kb.close();
+    suite.add(`raw_batched_inserts_${size}_${durability}`, { value: rawRate, unit: "rows/s" });
+    suite.compare(`edits_of_${size}_${durability}`, rate, "sentexes/s", `raw_batched_inserts_${size}_${durability}`, { higherIsBetter: true, minRatio: 0.5 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function load(kb: Kb, from: number, to: number): Promise<void> {
+  const BATCH = 10_000;
+  for (let b = from; b < to; b += BATCH) {
+    const add = [];
+    for (let i = b; i < Math.min(to, b + BATCH); i++) add.push({ sentence: `(rel E${i} V${i})`, context: "CxBench" });
+    await kb.edit({ add });
+  }
+}
+
+function queryP50(kb: Kb, size: number, samples: number): { p50: number; p99: number } {
+  const times: number[] = [];
+  let x = 12345;
+  for (let i = 0; i < samples; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    const e = x % size;
+    const t = nowNs();
+    const r = kb.query(`(rel E${e} ?v)`, "CxBench");
+    times.push(Number(nowNs() - t) / 1000);
+    if (r.solutions.length !== 1) throw new Error(`query for E${e} found ${r.solutions.length} solutions`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+async function scale(suite: Suite): Promise<void> {
+  const dir = tmp();
+  try {
+    const path = join(dir, "kb.db");
+    gc();
+    const h0 = heapUsed();
+    const kb = await openKb({ path, durability: "normal", contextsDir: CONTEXTS });
+    const base = heapUsed();
+    let loaded = 0;
+    const sizes = [10_000, 100_000, 1_000_000];
+    for (const size of sizes) {
+      const t = nowNs();
+      await load(kb, loaded, size);
+      const loadMs = elapsedMs(t);
+      console.log(`  loaded ${size} sentexes (${((size - loaded) / (loadMs / 1000)).toFixed(0)}/s)`);
+      loaded = size;
+      queryP50(kb, size, 2_000); // warm up
+      const q = queryP50(kb, size, 20_000);
+      suite.add(`query_one_bound_p99_${size}`, { value: q.p99, unit: "us" });
+      if (size === sizes[0]) suite.add(`query_one_bound_p50_${size}`, { value: q.p50, unit: "us" });
+      else suite.compare(`query_one_bound_p50_${size}`, q.p50, "us", `query_one_bound_p50_${sizes[0]}`, { higherIsBetter: false, minRatio: 1 / 1.5, note: "ratio = p50 at 10^4 / p50 here; >= 0.67 means <= 1.5x growth" });
+      if (size === 1_000_000) {
+        const f = suite.figures[`query_one_bound_p50_${size}`]!;
+        f.target = `${f.target}; value <= 20`;
+        f.met = f.met! && q.p50 <= 20;
+      }
+    }
+    const perSentex = (heapUsed() - base) / loaded;
+    const mem = suite.add("memory_per_sentex_1000000", { value: Math.round(perSentex), unit: "bytes", target: "value <= 800", note: `heap delta after GC; KB heap ${(heapUsed() - h0) / 1e6 | 0} MB` });
+    mem.met = perSentex <= 800;
+    const stored = kb.size;
+    await kb.close();
+    gc();
+    const t = nowNs();
+    const reopened = await openKb({ path, durability: "normal" });
+    const ms = elapsedMs(t);
+    if (reopened.size !== stored) throw new Error(`reopen found ${reopened.size} sentexes, expected ${stored}`);
+    const us = (ms * 1000) / stored;
+    const f = suite.add("reopen_per_sentex_1000000", { value: us, unit: "us", target: "value <= 10", note: `${ms.toFixed(0)} ms for ${stored} sentexes` });
+    f.met = us <= 10;
+    await reopened.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<void> {
+  const suite = new Suite("kb");
+  await singleAsserts(suite, "full", 2_000);
+  await singleAsserts(suite, "normal", 5_000);
+  await batchEdits(suite, "full", 20, 1_000);
+  await batchEdits(suite, "normal", 20, 1_000);
+  await scale(suite);
+  suite.write();
+}
