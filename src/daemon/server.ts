@@ -210,10 +210,14 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
           log.warn({ shutdownGraceMs: limits.shutdownGraceMs }, "graceful close ran out of time: cutting open connections");
           app.server.closeAllConnections();
         }, limits.shutdownGraceMs);
+        // Connections busy when close starts (answered polls, ended streams, in-flight writes)
+        // turn idle after their answer: close them as they do.
+        const idle = setInterval(() => app.server.closeIdleConnections(), 20);
         try {
           await app.close(); // stop accepting; in-flight writes commit and answer
         } finally {
           clearTimeout(cut);
+          clearInterval(idle);
         }
       })();
       return closed;

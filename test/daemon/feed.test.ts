@@ -1,0 +1,290 @@
+/**
+ * The change feed over the wire, against real daemon processes: standing queries, the
+ * complete diff (premise retraction included), cursors, rings and lagged, long poll, SSE
+ * with Last-Event-ID, `from` replay after a restart and past retention, every ceiling, idle
+ * reap and graceful shutdown.
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { spawnDaemon, call, readSse, type Daemon } from "./helpers.js";
+
+const post = (d: Daemon, path: string, body: unknown) => call(d.url, "POST", path, body);
+const head = async (d: Daemon): Promise<number> => (await call(d.url, "GET", "/health")).body.seq;
+type Ev = { seq: number; added: { sentence: string; context: string; bindings?: Record<string, string> }[]; removed: { sentence: string; reason: string; bindings?: Record<string, string> }[] };
+
+/** Poll until an answer has no events; every event, in order. */
+async function drain(d: Daemon, token: string, cursor: number, limit?: number): Promise<{ events: Ev[]; cursor: number; lagged: number }> {
+  const events: Ev[] = [];
+  let lagged = 0;
+  for (;;) {
+    const a = await post(d, "/v1/poll", { token, cursor, limit });
+    expect(a.body.ok).toBe(true);
+    lagged += a.body.lagged;
+    events.push(...a.body.events);
+    cursor = a.body.cursor;
+    if (a.body.events.length === 0) return { events, cursor, lagged };
+  }
+}
+
+describe("feed semantics", () => {
+  let d: Daemon;
+  beforeAll(async () => {
+    d = await spawnDaemon({ args: ["--max-events", "3", "--heartbeat-ms", "100"] });
+  });
+  afterAll(async () => {
+    await d.stop();
+  });
+
+  it("a standing query delivers only matching entries from the watch context's cone, each with its bindings", async () => {
+    await post(d, "/v1/assert", { sentence: "(genlCx CxZoo CxPets)", context: "CxZoo" });
+    const w = await post(d, "/v1/watch", { goal: "(dog ?x)", context: "CxZoo" });
+    await post(d, "/v1/edit", { add: [{ sentence: "(dog Fido)", context: "CxPets" }, { sentence: "(cat Tom)", context: "CxPets" }] });
+    await post(d, "/v1/assert", { sentence: "(dog Stray)", context: "CxStreet" }); // not in CxZoo's cone
+    await post(d, "/v1/assert", { sentence: "(cat Felix)", context: "CxPets" }); // does not match
+    const a = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor });
+    expect(a.body.events).toHaveLength(1);
+    expect(a.body.events[0].added).toEqual([expect.objectContaining({ sentence: "(dog Fido)", context: "CxPets", bindings: { "?x": "Fido" } })]);
+    expect(a.body.cursor).toBe(await head(d)); // the last seq examined: the head, though nothing after matched
+    const again = await post(d, "/v1/poll", { token: w.body.token, cursor: a.body.cursor });
+    expect(again.body).toEqual({ ok: true, events: [], cursor: a.body.cursor, lagged: 0 });
+  });
+
+  it("a context watch delivers every entry that context can see; negated goals match negations only", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxQuiet" });
+    const n = await post(d, "/v1/watch", { goal: "(not (sings ?who))", context: "CxQuiet" });
+    await post(d, "/v1/assert", { sentence: "(sings Ann)", context: "CxQuiet" });
+    await post(d, "/v1/assert", { sentence: "(not (sings Bob))", context: "CxQuiet" });
+    await post(d, "/v1/assert", { sentence: "(sings Zed)", context: "CxLoud" });
+    const all = await drain(d, w.body.token, w.body.cursor);
+    expect(all.events.flatMap((e) => e.added.map((x) => x.sentence))).toEqual(["(sings Ann)", "(not (sings Bob))"]);
+    const neg = await drain(d, n.body.token, n.body.cursor);
+    expect(neg.events.flatMap((e) => e.added.map((x) => x.bindings))).toEqual([{ "?who": "Bob" }]);
+  });
+
+  it("every belief change is an event with its reason: premise retraction, cascade, unsupported", async () => {
+    await post(d, "/v1/assert", { sentence: "(genlCx CxChat CxSpeechActs)", context: "CxChat" });
+    const w = await post(d, "/v1/watch", { context: "CxChat" });
+    const q = await post(d, "/v1/assert", { sentence: "(isRed Sky)", context: "CxChat" });
+    await post(d, "/v1/assert", { sentence: "(implies (isRed ?x) (warm ?x))", context: "CxChat" });
+    await post(d, "/v1/assert", { sentence: `(endorses AgentAtlas (sentexHandle ${q.body.handle}))`, context: "CxChat" });
+    const r = await post(d, "/v1/retract", { handle: q.body.handle });
+    const { events } = await drain(d, w.body.token, w.body.cursor);
+    const last = events[events.length - 1]!;
+    expect(last.seq).toBe(r.body.seq);
+    const reasons = Object.fromEntries(last.removed.map((x) => [x.sentence, x.reason]));
+    expect(reasons).toEqual({
+      "(isRed Sky)": "retracted",
+      [`(endorses AgentAtlas (sentexHandle ${q.body.handle}))`]: "cascade",
+      "(warm Sky)": "unsupported",
+    });
+  });
+
+  it("poll answers at most limit events and the cursor of the last one; polling on never repeats an event", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxLimit" });
+    for (const n of ["One", "Two", "Three"]) await post(d, "/v1/assert", { sentence: `(n ${n})`, context: "CxLimit" });
+    const a = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor, limit: 2 });
+    expect(a.body.events).toHaveLength(2);
+    expect(a.body.cursor).toBe(a.body.events[1].seq);
+    const rest = await drain(d, w.body.token, a.body.cursor);
+    expect(rest.events.map((e) => e.seq)).toEqual([a.body.events[1].seq + 1]);
+    const tooMany = await post(d, "/v1/poll", { token: w.body.token, cursor: rest.cursor, limit: 10_001 });
+    expect([tooMany.status, tooMany.body.type]).toEqual([400, "bad-request"]);
+  });
+
+  it("a ring keeps the newest maxEvents; what fell off is counted in lagged, once", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxRing" });
+    const seqs: number[] = [];
+    for (let i = 0; i < 5; i++) seqs.push((await post(d, "/v1/assert", { sentence: `(tick T${i})`, context: "CxRing" })).body.seq);
+    const a = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor });
+    expect(a.body.lagged).toBe(2);
+    expect(a.body.events.map((e: Ev) => e.seq)).toEqual(seqs.slice(2));
+    const b = await post(d, "/v1/poll", { token: w.body.token, cursor: a.body.cursor });
+    expect(b.body.lagged).toBe(0);
+  });
+
+  it("a lost answer can be fetched again from the same cursor (events are held until the next cursor acknowledges them)", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxRetry" });
+    await post(d, "/v1/assert", { sentence: "(x One)", context: "CxRetry" });
+    const a = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor });
+    const b = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor });
+    expect(b.body.events).toEqual(a.body.events);
+  });
+
+  it("a long poll parks until an event arrives, and the write is not held by it", async () => {
+    const w = await post(d, "/v1/watch", { goal: "(wake ?x)", context: "CxPark" });
+    const parked = post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor, waitMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const write = await post(d, "/v1/assert", { sentence: "(wake Up)", context: "CxPark" });
+    expect(write.body.ok).toBe(true);
+    const a = await parked;
+    expect(a.body.events.map((e: Ev) => e.seq)).toEqual([write.body.seq]);
+  });
+
+  it("unwatch answers a parked poll unknown-subscription", async () => {
+    const w = await post(d, "/v1/watch", {});
+    const parked = post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor, waitMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await post(d, "/v1/unwatch", { token: w.body.token });
+    const a = await parked;
+    expect([a.status, a.body.type]).toEqual([400, "unknown-subscription"]);
+  });
+
+  it("SSE: headers at once, heartbeats, one data per event with id = seq, and Last-Event-ID resumes after that seq", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxSse" });
+    const res = await fetch(`${d.url}/v1/stream?token=${w.body.token}&cursor=${w.body.cursor}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const s1 = (await post(d, "/v1/assert", { sentence: "(s One)", context: "CxSse" })).body.seq;
+    const s2 = (await post(d, "/v1/assert", { sentence: "(s Two)", context: "CxSse" })).body.seq;
+    const frames = await readSse(res, (f) => f.filter((x) => x.id).length >= 2 && f.some((x) => x.comment.includes("heartbeat")));
+    const data = frames.filter((f) => f.id);
+    expect(data.map((f) => [Number(f.id), f.data.seq])).toEqual([[s1, s1], [s2, s2]]);
+    const s3 = (await post(d, "/v1/assert", { sentence: "(s Three)", context: "CxSse" })).body.seq;
+    const res2 = await fetch(`${d.url}/v1/stream?token=${w.body.token}&cursor=${w.body.cursor}`, { headers: { "last-event-id": String(s1) } });
+    const resumed = await readSse(res2, (f) => f.filter((x) => x.id).length >= 2);
+    expect(resumed.filter((f) => f.id).map((f) => f.data.seq)).toEqual([s2, s3]);
+  });
+
+  it("SSE says event: lagged with the count when the ring overflowed", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxSseLag" });
+    for (let i = 0; i < 5; i++) await post(d, "/v1/assert", { sentence: `(t N${i})`, context: "CxSseLag" });
+    const res = await fetch(`${d.url}/v1/stream?token=${w.body.token}&cursor=${w.body.cursor}`);
+    const frames = await readSse(res, (f) => f.filter((x) => x.id).length >= 3);
+    expect(frames.find((f) => f.event === "lagged")?.data).toEqual({ lagged: 2 });
+  });
+
+  it("SSE refuses an unknown token or a bad cursor as JSON before any event", async () => {
+    const a = await call(d.url, "GET", "/v1/stream?token=sub_nope&cursor=0");
+    expect([a.status, a.body.type]).toEqual([400, "unknown-subscription"]);
+    const w = await post(d, "/v1/watch", {});
+    const b = await call(d.url, "GET", `/v1/stream?token=${w.body.token}&cursor=abc`);
+    expect([b.status, b.body.type]).toEqual([400, "bad-cursor"]);
+  });
+});
+
+describe("ceilings", () => {
+  let d: Daemon;
+  beforeAll(async () => {
+    d = await spawnDaemon({ args: ["--max-subscriptions", "2", "--max-parked", "1", "--max-wait-ms", "200"] });
+  });
+  afterAll(async () => {
+    await d.stop();
+  });
+
+  it("one subscription past maxSubscriptions is 429 too-many-subscriptions; unwatch frees a slot", async () => {
+    const a = await post(d, "/v1/watch", {});
+    const b = await post(d, "/v1/watch", {});
+    const c = await post(d, "/v1/watch", {});
+    expect([c.status, c.body.type]).toEqual([429, "too-many-subscriptions"]);
+    await post(d, "/v1/unwatch", { token: a.body.token });
+    expect((await post(d, "/v1/watch", {})).body.ok).toBe(true);
+    await post(d, "/v1/unwatch", { token: b.body.token });
+  });
+
+  it("one parked poll past maxParked is 429 too-many-waiters; a poll without waitMs is never refused; waitMs is capped", async () => {
+    const list = (await call(d.url, "GET", "/v1/watchers")).body.watchers as { token: string; cursor: number }[];
+    const w = list[0]!;
+    const w2 = await post(d, "/v1/watch", {});
+    const parked = post(d, "/v1/poll", { token: w.token, cursor: w.cursor, waitMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const refused = await post(d, "/v1/poll", { token: w2.body.token, cursor: w2.body.cursor, waitMs: 1000 });
+    expect([refused.status, refused.body.type]).toEqual([429, "too-many-waiters"]);
+    expect((await post(d, "/v1/poll", { token: w2.body.token, cursor: w2.body.cursor })).body.ok).toBe(true);
+    // capped at --max-wait-ms: the 60 s poll answers, empty, at the head
+    const a = await parked;
+    expect(a.body).toEqual({ ok: true, events: [], cursor: await head(d), lagged: 0 });
+  });
+});
+
+describe("idle reap", () => {
+  it("a subscription not polled within idleReapMs is reaped; its token is then unknown-subscription", async () => {
+    const d = await spawnDaemon({ args: ["--idle-reap-ms", "200"] });
+    try {
+      const w = await post(d, "/v1/watch", {});
+      const kept = await post(d, "/v1/watch", {});
+      for (let i = 0; i < 8; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        await post(d, "/v1/poll", { token: kept.body.token, cursor: kept.body.cursor });
+      }
+      const a = await post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor });
+      expect([a.status, a.body.type]).toEqual([400, "unknown-subscription"]);
+      expect((await post(d, "/v1/poll", { token: kept.body.token, cursor: kept.body.cursor })).body.ok).toBe(true);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
+describe("from: the durable log", () => {
+  it("replays the same events after a restart, and tokens do not survive it", async () => {
+    const d1 = await spawnDaemon();
+    const start = await head(d1);
+    const live = await post(d1, "/v1/watch", {});
+    await post(d1, "/v1/assert", { sentence: "(a One)", context: "CxLog" });
+    const two = await post(d1, "/v1/assert", { sentence: "(a Two)", context: "CxLog" });
+    await post(d1, "/v1/retract", { handle: two.body.handle });
+    const seen = await drain(d1, live.body.token, live.body.cursor);
+    expect(await d1.stop()).toBe(0);
+    const d2 = await spawnDaemon({ dataDir: d1.dataDir });
+    try {
+      expect(await head(d2)).toBe(start + 3);
+      const old = await post(d2, "/v1/poll", { token: live.body.token, cursor: start });
+      expect(old.body.type).toBe("unknown-subscription");
+      const w = await post(d2, "/v1/watch", { from: start });
+      expect(w.body.cursor).toBe(start);
+      const replay = await drain(d2, w.body.token, w.body.cursor);
+      expect(replay.events).toEqual(seen.events);
+      expect(replay.lagged).toBe(0);
+      // a standing query over the replay filters the same way
+      const q = await post(d2, "/v1/watch", { goal: "(a ?x)", context: "CxLog", from: 0 });
+      const qr = await drain(d2, q.body.token, q.body.cursor, 1);
+      expect(qr.events.map((e) => [e.added.map((x) => x.bindings), e.removed.map((x) => x.bindings)])).toEqual([
+        [[{ "?x": "One" }], []],
+        [[{ "?x": "Two" }], []],
+        [[], [{ "?x": "Two" }]],
+      ]);
+    } finally {
+      await d2.stop();
+    }
+  });
+
+  it("a from older than the retained log answers lagged > 0", async () => {
+    const d = await spawnDaemon({ args: ["--feed-retention-events", "10", "--durability", "normal"] });
+    try {
+      // the log is pruned every 1024 writes, keeping the newest feedRetentionEvents
+      const batch = 64;
+      for (let i = 0; i < 1100; i += batch) {
+        await Promise.all(Array.from({ length: Math.min(batch, 1100 - i) }, (_, j) => post(d, "/v1/assert", { sentence: `(n N${i + j})`, context: "CxRet" })));
+      }
+      const w = await post(d, "/v1/watch", { from: 0 });
+      expect(w.body.lagged).toBeGreaterThan(0);
+      const p = await post(d, "/v1/poll", { token: w.body.token, cursor: 0 });
+      expect(p.body.lagged).toBeGreaterThan(0);
+      expect(p.body.events[0].seq).toBeGreaterThan(1);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("SIGTERM answers parked polls, closes streams, commits and exits 0; the data is intact after", async () => {
+    const d = await spawnDaemon();
+    const w = await post(d, "/v1/watch", {});
+    const s = await post(d, "/v1/watch", {});
+    const parked = post(d, "/v1/poll", { token: w.body.token, cursor: w.body.cursor, waitMs: 30_000 });
+    const stream = await fetch(`${d.url}/v1/stream?token=${s.body.token}&cursor=${s.body.cursor}`);
+    const a = await post(d, "/v1/assert", { sentence: "(last Word)", context: "CxBye" });
+    await new Promise((r) => setTimeout(r, 100));
+    const code = d.stop("SIGTERM");
+    const frames = await readSse(stream, () => false); // ends when the daemon closes the stream
+    expect(frames.filter((f) => f.id).map((f) => Number(f.id))).toEqual([a.body.seq]);
+    expect((await parked).body.ok).toBe(true);
+    expect(await code).toBe(0);
+    const d2 = await spawnDaemon({ dataDir: d.dataDir });
+    try {
+      expect((await call(d2.url, "GET", `/v1/sentex/${a.body.handle}`)).body.sentex.sentence).toBe("(last Word)");
+    } finally {
+      await d2.stop();
+    }
+  });
+});
