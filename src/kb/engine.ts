@@ -316,6 +316,7 @@ export class Engine {
         this.updated.add(n);
         if (!this.removalReason.has(n)) this.removalReason.set(n, reason);
         if (n.atom[0] === "genlCx" && this.topology.removeEdge(n.atom[1] as string, n.atom[2] as string)) this.topologyChanged = true;
+        this.seedMaskTarget(n, seeds);
         seeds.add(n);
       }
       this.settle(seeds);
@@ -354,8 +355,29 @@ export class Engine {
       n.label = IN_MONO; // topology is read during this very settle
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, n.h)) this.topologyChanged = true;
     }
+    this.seedMaskTarget(n, seeds);
     seeds.add(n);
     return [n, true];
+  }
+
+  /** A mask added or removed moves what its target supports where the mask is seen. */
+  private seedMaskTarget(n: Node, seeds: Set<Node>): void {
+    if (n.atom[0] !== "except" || n.neg) return;
+    const h = handleOfTerm(n.atom[1]!);
+    const target = h === undefined ? undefined : this.index.byHandle.get(h);
+    if (target) seeds.add(target);
+  }
+
+  /**
+   * `(except (sentexHandle H))` stored in context M hides H from M and from every context
+   * that sees M: from reads there, and from firings that would conclude there.
+   */
+  hiddenFrom(n: Node, ctx: string): boolean {
+    if (this.index.predSize("except") === 0) return false;
+    for (const m of this.index.mentioning(n.h)) {
+      if (m.atom[0] === "except" && !m.neg && m.label !== OUT && m.atom[1] !== undefined && handleOfTerm(m.atom[1]) === n.h && this.topology.sees(ctx, m.ctx)) return true;
+    }
+    return false;
   }
 
   private newNode(ctx: string, neg: boolean, atom: List, akey: string, text: string, rule: CompiledRule | null, mark: PremiseMark, creator: string | null): Node {
@@ -652,7 +674,9 @@ export class Engine {
     const cons = r.rule!.consequent;
     const atom = substitute(cons.atom, b) as List;
     const akey = printTerm(atom);
+    const masked = this.index.predSize("except") > 0;
     for (const ctx of places) {
+      if (masked && (this.hiddenFrom(r, ctx) || ants.some((a) => this.hiddenFrom(a, ctx)))) continue;
       let c = this.index.find(ctx, cons.neg, akey);
       if (!c) {
         if (++this.derivations > this.limits.maxDerivations) {
@@ -776,7 +800,7 @@ export class Engine {
     const cone = this.topology.up(ctx);
     const out: Clash[] = [];
     for (const akey of this.index.opposed) {
-      const nodes = this.index.withAtom(akey).filter((n) => n.label !== OUT && cone.has(n.ctx));
+      const nodes = this.index.withAtom(akey).filter((n) => n.label !== OUT && cone.has(n.ctx) && !this.hiddenFrom(n, ctx));
       for (const p of nodes) {
         if (p.neg) continue;
         for (const q of nodes) {

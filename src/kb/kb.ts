@@ -270,7 +270,7 @@ export class Kb {
     const g = goalShape(parseTerm(goal, this.engine.limits));
     const limit = Math.min(opts.limit ?? this.maxQuerySolutions, this.maxQuerySolutions);
     if (!Number.isSafeInteger(limit) || limit < 0) throw new KbError("bad-request", "limit must be a whole number");
-    const { solutions, truncated } = solve(this.engine.index, this.engine.topology.up(ctx), g, limit);
+    const { solutions, truncated } = solve(this.engine.index, this.visibleFrom(ctx), g, limit);
     return { solutions: solutions.map(printSolution), truncated };
   }
 
@@ -278,7 +278,7 @@ export class Kb {
   match(sentence: string, context: string): SentexRecord[] {
     const ctx = context.startsWith("?") ? context : checkContextName(context);
     const lit = literalShape(parseTerm(sentence, this.engine.limits));
-    return matchExact(this.engine.index, ctx, lit.neg, lit.atom).map((n) => this.record(n));
+    return matchExact(this.engine.index, ctx, lit.neg, lit.atom, (n, c) => this.engine.hiddenFrom(n, c)).map((n) => this.record(n));
   }
 
   /** Believed, premise, every justification (rule, antecedents, genlCx edges crossed), and a reason when not believed. */
@@ -306,6 +306,13 @@ export class Kb {
       sides: [this.side(c.sides[0]), this.side(c.sides[1])],
     }));
     return { contradictions: entries.filter((e) => e.kind === "contradiction"), conflicts: entries.filter((e) => e.kind === "conflict") };
+  }
+
+  /** What a read from `ctx` may see: sentexes in its cone that no `except` mask it sees hides. */
+  visibleFrom(ctx: string): (n: Node) => boolean {
+    const cone = this.engine.topology.up(ctx);
+    if (this.engine.index.predSize("except") === 0) return (n) => cone.has(n.ctx);
+    return (n) => cone.has(n.ctx) && !this.engine.hiddenFrom(n, ctx);
   }
 
   /** Every context `context` sees (itself and CxCore included). */

@@ -27,7 +27,10 @@ function boundCount(g: Goal, b: Bindings): number {
   return n;
 }
 
-export function solve(index: MemIndex, cone: ReadonlySet<string>, goal: Goal, limit: number): SolveResult {
+/** Which stored nodes a read may see (the cone, minus `except` masks). */
+export type Visible = (n: Node) => boolean;
+
+export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: number): SolveResult {
   const solutions: Bindings[] = [];
   const seen = new Set<string>();
   let truncated = false;
@@ -42,12 +45,12 @@ export function solve(index: MemIndex, cone: ReadonlySet<string>, goal: Goal, li
     solutions.push(b);
     return true;
   };
-  run(index, cone, [goal], {}, emit);
+  run(index, visible, [goal], {}, emit);
   return { solutions, truncated };
 }
 
 /** Depth-first evaluation of a goal list; `emit` returns false to stop. */
-function run(index: MemIndex, cone: ReadonlySet<string>, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
+function run(index: MemIndex, visible: Visible, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
   if (goals.length === 0) return emit(b);
   // Pick the most-bound goal next (NAF waits until the literals have bound what they can).
   let pick = 0;
@@ -64,21 +67,21 @@ function run(index: MemIndex, cone: ReadonlySet<string>, goals: Goal[], b: Bindi
   const rest = goals.filter((_, i) => i !== pick);
   switch (g.kind) {
     case "and":
-      return run(index, cone, [...g.goals, ...rest], b, emit);
+      return run(index, visible, [...g.goals, ...rest], b, emit);
     case "unknown": {
       let found = false;
-      run(index, cone, [g.goal], b, () => {
+      run(index, visible, [g.goal], b, () => {
         found = true;
         return false;
       });
-      return found ? true : run(index, cone, rest, b, emit);
+      return found ? true : run(index, visible, rest, b, emit);
     }
     case "lit": {
       const pattern = substitute(g.lit.atom, b) as List;
       for (const n of index.candidates(predKey(g.lit.neg, pattern[0] as string), pattern)) {
-        if (n.label === OUT || !cone.has(n.ctx)) continue;
+        if (n.label === OUT || !visible(n)) continue;
         const b2 = matchTerm(pattern, n.atom, b);
-        if (b2 && !run(index, cone, rest, b2, emit)) return false;
+        if (b2 && !run(index, visible, rest, b2, emit)) return false;
       }
       return true;
     }
@@ -86,11 +89,11 @@ function run(index: MemIndex, cone: ReadonlySet<string>, goals: Goal[], b: Bindi
 }
 
 /** Believed sentexes stored exactly in `ctx` (any context when ctx is a variable) matching a literal. */
-export function matchExact(index: MemIndex, ctx: string, neg: boolean, pattern: List): Node[] {
+export function matchExact(index: MemIndex, ctx: string, neg: boolean, pattern: List, hidden: (n: Node, ctx: string) => boolean): Node[] {
   const any = isVariable(ctx);
   const out: Node[] = [];
   for (const n of index.candidates(predKey(neg, pattern[0] as string), pattern)) {
-    if (n.label === OUT || (!any && n.ctx !== ctx)) continue;
+    if (n.label === OUT || (!any && (n.ctx !== ctx || hidden(n, ctx)))) continue;
     if (matchTerm(pattern, n.atom, {})) out.push(n);
   }
   return out.sort((a, b) => a.h - b.h);
