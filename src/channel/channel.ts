@@ -273,14 +273,19 @@ export async function claim(h: AgentHandle, q: Handle, opts: { leaseMs: number; 
   const mine = await h.medium.match(`(claims ${h.agent} ${sx(q)} ?until)`, h.context);
   const remove = mine.filter((m) => m.sentence !== sentence).map((m) => m.handle);
   try {
-    const r = await h.medium.edit({ add: [{ sentence, context: h.context, creator: h.agent }], remove });
-    return { holder: h.agent, until, handle: r.added[0]! };
+    // A first claim is a plain assert, so the daemon's own refusal (409 claimed) comes through as is;
+    // a renewal is one edit (add the new lease, remove the older ones).
+    const handle =
+      remove.length === 0
+        ? (await h.medium.assert(sentence, h.context, { creator: h.agent })).handle
+        : (await h.medium.edit({ add: [{ sentence, context: h.context, creator: h.agent }], remove })).added[0]!;
+    return { holder: h.agent, until, handle };
   } catch (e) {
     throw asClaimed(e);
   }
 }
 
-/** An edit refused only because of a live lease is reported as the lease's own type, `claimed`. */
+/** An edit refused because of a live lease is reported as the lease's own type, `claimed` (its status stays the edit's 400). */
 function asClaimed(e: unknown): unknown {
   if (e instanceof ChannelError && e.type === "inadmissible" && e.problems?.some((p) => p.type === "claimed")) {
     const p = e.problems.find((x) => x.type === "claimed")!;
