@@ -5,9 +5,9 @@
 #
 #   Dovecot 2.3 (Debian's dovecot-imapd, dovecot-lmtpd), a throwaway instance under
 #   $KOINII_MAIL_DIR (default /var/lib/koinii-mail): IMAP and LMTP on 127.0.0.1 only,
-#   plaintext auth (loopback only, no TLS), a passwd-file of test users, maildir storage.
+#   plaintext auth (loopback only, no TLS), passwd-files of test users, maildir storage.
 #   SMTP submission: .ci/services/smtp-submission.mjs (the npm smtp-server package) on
-#   127.0.0.1, AUTH against the same passwd-file, each message handed to Dovecot's LMTP
+#   127.0.0.1, AUTH against the same passwd-files, each message handed to Dovecot's LMTP
 #   before the 250 reply; a copy goes to the sender's Sent folder in the same LMTP
 #   transaction (sender+Sent@, lmtp_save_to_detail_mailbox) unless the sender's local part
 #   starts with "nosent" (a server that does not file submissions, like Stalwart).
@@ -23,7 +23,7 @@ LMTP_PORT=${KOINII_MAIL_LMTP_PORT:-10024}
 SMTP_PORT=${KOINII_MAIL_SMTP_PORT:-10587}
 DOMAIN=koinii.test
 CONF=$DIR/dovecot.conf
-USERS=$DIR/users
+USERS=$DIR/users.d
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -39,13 +39,14 @@ if [ -f /run/dovecot/master.pid ] && kill -0 "$(cat /run/dovecot/master.pid)" 2>
 fi
 
 id kmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$DIR/mail" --shell /usr/sbin/nologin kmail
-mkdir -p "$DIR/run" "$DIR/state" "$DIR/mail"
+mkdir -p "$DIR/run" "$DIR/state" "$DIR/mail" "$USERS"
 chown kmail:kmail "$DIR/mail"
-# Fixed users; tests add their own (one per test) to the same file, which Dovecot re-reads.
-if [ ! -f "$USERS" ]; then
-  for u in alice bob carol nosent-dave; do echo "$u@$DOMAIN:{PLAIN}$u-pass"; done > "$USERS"
-fi
-chmod 0644 "$USERS"
+# One passwd-file per user (users.d/<user>): a test adds a user by writing a new file, which
+# Dovecot reads on first lookup (a single shared file is re-read only when its mtime second
+# changes, so two users added within one second would race).
+for u in alice bob carol nosent-dave; do
+  [ -f "$USERS/$u@$DOMAIN" ] || echo "$u@$DOMAIN:{PLAIN}$u-pass" > "$USERS/$u@$DOMAIN"
+done
 
 cat > "$CONF.new" <<CONF
 # Throwaway Dovecot for tests: loopback only, plaintext auth, no TLS. Written by mail.sh.
@@ -67,7 +68,7 @@ lmtp_save_to_detail_mailbox = yes
 mail_max_userip_connections = 500
 passdb {
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u $USERS
+  args = scheme=PLAIN username_format=%u $USERS/%u
 }
 userdb {
   driver = static
@@ -108,18 +109,18 @@ CONF
 changed=0
 if ! cmp -s "$CONF.new" "$CONF" 2>/dev/null; then mv "$CONF.new" "$CONF"; changed=1; else rm -f "$CONF.new"; fi
 
-if [ -f "$DIR/run/master.pid" ] && kill -0 "$(cat "$DIR/run/master.pid")" 2>/dev/null; then
-  if [ $changed = 1 ]; then dovecot -c "$CONF" reload; echo "mail.sh: dovecot reloaded ($CONF)"; fi
+# Liveness is judged by the ports (a killed process can linger as a zombie and pass kill -0).
+if port_open "$IMAP_PORT" && port_open "$LMTP_PORT"; then
+  if [ $changed = 1 ]; then dovecot -c "$CONF" reload; echo "mail.sh: dovecot reloaded ($CONF)"; sleep 1; fi
 else
+  dovecot -c "$CONF" stop 2>/dev/null || true
   dovecot -c "$CONF"
   echo "mail.sh: started dovecot (pid $(cat "$DIR/run/master.pid")), IMAP 127.0.0.1:$IMAP_PORT, LMTP 127.0.0.1:$LMTP_PORT, config $CONF, log $DIR/dovecot.log"
 fi
 
 SMTP_PID=$DIR/smtp-submission.pid
-if [ -f "$SMTP_PID" ] && kill -0 "$(cat "$SMTP_PID")" 2>/dev/null; then
-  :
-else
-  KOINII_MAIL_USERS_FILE=$USERS KOINII_MAIL_SMTP_PORT=$SMTP_PORT KOINII_MAIL_LMTP_PORT=$LMTP_PORT \
+if ! port_open "$SMTP_PORT"; then
+  KOINII_MAIL_USERS_DIR=$USERS KOINII_MAIL_SMTP_PORT=$SMTP_PORT KOINII_MAIL_LMTP_PORT=$LMTP_PORT \
     setsid nohup node "$REPO/.ci/services/smtp-submission.mjs" >"$DIR/smtp-submission.log" 2>&1 </dev/null &
   echo $! > "$SMTP_PID"
   echo "mail.sh: started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
@@ -130,7 +131,7 @@ for i in $(seq 1 100); do
   sleep 0.1
 done
 for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT"; do
-  port_open "$p" || { echo "mail.sh: port $p is not listening" >&2; tail -20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
+  port_open "$p" || { echo "mail.sh: port $p is not listening" >&2; tail -n 20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
 done
 
 cat > "$REPO/.ci/services/mail.env" <<ENV
@@ -140,7 +141,7 @@ KOINII_MAIL_IMAP_PORT=$IMAP_PORT
 KOINII_MAIL_LMTP_PORT=$LMTP_PORT
 KOINII_MAIL_SMTP_PORT=$SMTP_PORT
 KOINII_MAIL_DOMAIN=$DOMAIN
-KOINII_MAIL_USERS_FILE=$USERS
+KOINII_MAIL_USERS_DIR=$USERS
 KOINII_MAIL_DOVECOT_CONF=$CONF
 ENV
 echo "mail.sh: ready; connection details in .ci/services/mail.env"

@@ -1,5 +1,5 @@
 // A small SMTP submission server for the mail agent's tests (started by mail.sh).
-// AUTH PLAIN/LOGIN against Dovecot's passwd-file; each message is handed to Dovecot's LMTP
+// AUTH PLAIN/LOGIN against Dovecot's passwd-files (users.d/<user>); each message is handed to Dovecot's LMTP
 // in one transaction, to every envelope recipient and (unless the sender's local part
 // starts with "nosent") to sender+Sent@domain, which Dovecot files into the sender's Sent
 // folder (lmtp_save_to_detail_mailbox). The 250 reply comes only after LMTP accepted all
@@ -9,12 +9,19 @@ import { readFileSync } from "node:fs";
 import { SMTPServer } from "smtp-server";
 import nodemailer from "nodemailer";
 
-const usersFile = process.env.KOINII_MAIL_USERS_FILE ?? "/var/lib/koinii-mail/users";
+const usersDir = process.env.KOINII_MAIL_USERS_DIR ?? "/var/lib/koinii-mail/users.d";
 const port = Number(process.env.KOINII_MAIL_SMTP_PORT ?? 10587);
 const lmtpPort = Number(process.env.KOINII_MAIL_LMTP_PORT ?? 10024);
 
 function passwordOf(user) {
-  for (const line of readFileSync(usersFile, "utf8").split("\n")) {
+  if (!/^[A-Za-z0-9._+-]+@[A-Za-z0-9.-]+$/.test(user)) return null;
+  let text;
+  try {
+    text = readFileSync(`${usersDir}/${user}`, "utf8");
+  } catch {
+    return null;
+  }
+  for (const line of text.split("\n")) {
     const [name, pass] = line.split(":");
     if (name === user && pass !== undefined) return pass.replace(/^\{PLAIN\}/, "");
   }

@@ -26,17 +26,35 @@ const common = {
   submissions_filed_in_sent: z.boolean().default(true),
 };
 
+/**
+ * How a connection is protected: `implicit` TLS (993, 465), `starttls`, or `none`, which is
+ * accepted only for a loopback host (the test servers; docs/agents-mail.md "Network layer").
+ */
+const tlsMode = z.enum(["implicit", "starttls", "none"]).default("implicit");
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+export const isLoopbackHost = (host: string): boolean => LOOPBACK.has(host.toLowerCase());
+
+/** SMTP submission with the account's own credential (ADR-0062 §5); needed only to send. */
+export const SmtpSchema = z.strictObject({
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535).default(465),
+  tls: tlsMode,
+});
+
 export const ImapAccountSchema = z.strictObject({
   ...common,
   transport: z.literal("imap"),
   host: z.string().min(1),
   port: z.number().int().min(1).max(65535).default(993),
+  tls: tlsMode,
+  smtp: SmtpSchema.optional(),
 });
 
 export const JmapAccountSchema = z.strictObject({
   ...common,
   transport: z.literal("jmap"),
   url: z.url({ protocol: /^https$/ }),
+  smtp: SmtpSchema.optional(),
 });
 
 export const AccountSchema = z.discriminatedUnion("transport", [ImapAccountSchema, JmapAccountSchema]);
@@ -59,10 +77,15 @@ export const AccountsConfigSchema = z
     for (const [i, a] of cfg.account.entries()) {
       if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: ["account", i, "name"], message: `duplicate account name ${a.name}` });
       seen.add(a.name);
+      if (a.transport === "imap" && a.tls === "none" && !isLoopbackHost(a.host))
+        ctx.addIssue({ code: "custom", path: ["account", i, "tls"], message: "tls none is only allowed for a loopback host" });
+      if (a.smtp && a.smtp.tls === "none" && !isLoopbackHost(a.smtp.host))
+        ctx.addIssue({ code: "custom", path: ["account", i, "smtp", "tls"], message: "tls none is only allowed for a loopback host" });
     }
   });
 
 export type ImapAccount = z.infer<typeof ImapAccountSchema>;
+export type SmtpConfig = z.infer<typeof SmtpSchema>;
 export type JmapAccount = z.infer<typeof JmapAccountSchema>;
 export type Account = z.infer<typeof AccountSchema>;
 export type MailPolicyConfig = z.infer<typeof PolicySchema>;
