@@ -308,6 +308,33 @@ describe("strength through rules", () => {
     expect(kb.why(handleOf(kb, "(c One)", "CxS")!).strength).toBe("monotonic");
   });
 
+  it("a monotonic derived conclusion defeats a default assertion, which revives when the derivation goes", async () => {
+    const kb = await freshKb();
+    const events = recordEvents(kb);
+    await kb.assert("(implies (penguin ?x) (not (flies ?x)))", "CxBirds");
+    const flies = await kb.assert("(flies Pingu)", "CxBirds");
+    const pen = await kb.assert("(penguin Pingu)", "CxBirds", { strength: "monotonic" });
+    expect(kb.sentex(flies.handle)!.believed).toBe(false);
+    expect(kb.why(flies.handle).reason).toBe("defeated");
+    expect(removalsOf(events, "(flies Pingu)", "CxBirds")).toEqual(["defeated"]);
+    await kb.retract(pen.handle);
+    expect(kb.sentex(flies.handle)!.believed).toBe(true);
+    expect(removalsOf(events, "(not (flies Pingu))", "CxBirds")).toEqual(["unsupported"]);
+  });
+
+  it("the defeat does not depend on the order the rule, the default and the monotonic fact arrive in", async () => {
+    const premises: [string, "default" | "monotonic"][] = [
+      ["(implies (penguin ?x) (not (flies ?x)))", "default"],
+      ["(flies Pingu)", "default"],
+      ["(penguin Pingu)", "monotonic"],
+    ];
+    for (const order of [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]) {
+      const kb = await freshKb();
+      for (const i of order) await kb.assert(premises[i]![0], "CxBirds", { strength: premises[i]![1] });
+      expect(kb.sentex(handleOf(kb, "(flies Pingu)", "CxBirds")!)!.believed, `order ${order.join("")}`).toBe(false);
+      expect(kb.contradictions("CxBirds"), `order ${order.join("")}`).toEqual({ contradictions: [], conflicts: [] });
+    }
+  });
   it("a monotonic assertion defeats a default derived conclusion, kept stored and revived when the winner goes", async () => {
     const kb = await freshKb();
     const events = recordEvents(kb);
