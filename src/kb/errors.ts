@@ -19,6 +19,8 @@ export const KB_ERROR_TYPES = [
   "not-watchable",
   "closed",
   "claimed",
+  "arbiter-is-party",
+  "not-own-statement",
 ] as const;
 
 export type KbErrorType = (typeof KB_ERROR_TYPES)[number];

@@ -10,3 +10,8 @@ export * as terms from "./term.js";
 export { goalShape, literalShape, sentenceShape, isContextName } from "./sentence.js";
 export type { Goal, Literal } from "./sentence.js";
 export { splitSentences, loadContextFile, loadContextsDir } from "./loader.js";
+export { contextFor, agentFor, isAgentId } from "./identity.js";
+export * as disputes from "./disputes.js";
+export * as adjudication from "./adjudication.js";
+export * as belief from "./belief.js";
+export type { Dispute, DisputeState } from "./disputes.js";

@@ -1,0 +1,23 @@
+/**
+ * Agent identity conventions (design.md "The model"): an agent `AgentAtlas` writes only its
+ * own context `CxAtlas` (K4), which is also its belief context (K6).
+ *
+ *   contextFor("AgentAtlas") // "CxAtlas"
+ *   agentFor("CxAtlas")      // "AgentAtlas"
+ */
+import { KbError } from "./errors.js";
+
+const AGENT_RE = /^Agent[A-Z][A-Za-z0-9]*$/;
+
+export const isAgentId = (s: unknown): s is string => typeof s === "string" && AGENT_RE.test(s);
+
+export function contextFor(agentId: string): string {
+  if (!isAgentId(agentId)) throw new KbError("naming", `an agent id is Agent + CapitalCamelCase, such as AgentAtlas; got ${JSON.stringify(agentId)}`);
+  return "Cx" + agentId.slice("Agent".length);
+}
+
+/** The agent whose own context this is, or undefined for a context that is no agent's. */
+export function agentFor(ctx: string): string | undefined {
+  const id = "Agent" + ctx.slice(2);
+  return ctx.startsWith("Cx") && AGENT_RE.test(id) ? id : undefined;
+}
