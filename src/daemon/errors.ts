@@ -24,8 +24,16 @@ type DaemonErrorType =
 
 export type WireErrorType = KbErrorType | FeedErrorType | DaemonErrorType;
 
+/**
+ * The koinii layer's refusals (disputes, adjudication) are request refusals. Spread into the
+ * table rather than listed in it, so this file compiles both before and after the engine
+ * declares them.
+ */
+const KOINII_REFUSALS = { "arbiter-is-party": 400, "not-own-statement": 400 } as const;
+
 /** Every type with its status. Typed as a total record: a new engine or feed type fails to compile until it is mapped here. */
 export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
+  ...KOINII_REFUSALS,
   // request refusals (wire.md): the caller's fault, 400
   "parse-error": 400,
   "not-ground": 400,
