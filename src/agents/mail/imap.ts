@@ -81,13 +81,38 @@ export function commandVerb(line: string): { tag: string; verb: string; rest: st
 const stripQuoted = (s: string) => s.replace(/"(?:[^"\\]|\\.)*"/g, '""');
 
 /**
- * The guard's decision on one command line as it would go on the wire (without CRLF):
- * null when allowed, else why it is refused.
+ * A command frame with each literal's data replaced by `{literal}`. With LITERAL+ imapflow
+ * writes a whole command, literals included, as one frame; every CRLF in it must end a
+ * literal marker `{n}`/`{n+}` and is followed by exactly n bytes of data. Null when a line
+ * break introduces no literal (that would be a second command on the wire).
+ */
+export function commandSkeleton(frame: string): string | null {
+  let out = "";
+  let i = 0;
+  while (i < frame.length) {
+    const crlf = frame.indexOf("\r\n", i);
+    if (crlf < 0) {
+      out += frame.slice(i);
+      break;
+    }
+    const line = frame.slice(i, crlf);
+    const m = /\{(\d+)\+?\}$/.exec(line);
+    if (!m) return null;
+    out += `${line.slice(0, m.index)}{literal}`;
+    i = crlf + 2 + Number(m[1]);
+  }
+  return out;
+}
+
+/**
+ * The guard's decision on one command frame as it would go on the wire (without the final
+ * CRLF; literal data is skipped by its announced length): null when allowed, else why not.
  *
  * @example checkImapCommand("7 UID FETCH 1:5 (UID BODY[])") // "BODY[] sets \\Seen: only BODY.PEEK[] is allowed"
  */
-export function checkImapCommand(line: string, profile: GuardProfile = READ_ONLY): string | null {
-  if (/[\r\n\0]/.test(line)) return "a command line may not contain CR, LF or NUL";
+export function checkImapCommand(frame: string, profile: GuardProfile = READ_ONLY): string | null {
+  const line = commandSkeleton(frame);
+  if (line === null || /[\r\n\0]/.test(line)) return "a command line may not contain CR, LF or NUL";
   if (/[^\x20-\x7e]/.test(line)) return "a command line must be printable ASCII (other text goes in a literal)";
   const c = commandVerb(line);
   if (c === null) return "not an IMAP command line";
@@ -98,6 +123,7 @@ export function checkImapCommand(line: string, profile: GuardProfile = READ_ONLY
   }
   if (!IMAP_READ_ONLY_COMMANDS.has(c.verb)) return `${c.verb} is not on the read-only allowlist`;
   if (c.verb === "FETCH" || c.verb === "UID FETCH") {
+    if (c.rest.includes("{literal}")) return "a FETCH carries no literal";
     const items = stripQuoted(c.rest).toUpperCase();
     if (/BODY\[/.test(items) || /BODY</.test(items)) return "BODY[] sets \\Seen: only BODY.PEEK[] is allowed";
     if (/BINARY\[/.test(items)) return "BINARY[] sets \\Seen: only BINARY.PEEK[] is allowed";
@@ -145,7 +171,7 @@ export function guardImapClient(client: ImapFlow, profile: GuardProfile = READ_O
     const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("latin1") : "";
     const tag = internals.currentRequest?.tag ?? null;
     if (tag !== null && tag !== checkedTag) {
-      const c = commandVerb(text);
+      const c = commandVerb(commandSkeleton(text) ?? "");
       const verb = c?.verb ?? "(unparsable)";
       if (c === null || c.tag !== tag) refuse(verb, "the first frame of a command must be its tagged command line");
       const why = checkImapCommand(text, profile);

@@ -67,9 +67,14 @@ describe("the guard's decisions (the reference's vectors)", () => {
     "12 FETCH 1 RFC822.TEXT",
     "13 LOGIN a b\r\n14 STORE 1 +FLAGS (\\Seen)",
     "14 LOGIN \"é\" x",
+    "15 LOGIN a {0+}\r\n\r\n16 STORE 1 +FLAGS (\\Seen)",
+    "16 UID FETCH 1 (BODY.PEEK[HEADER.FIELDS {4+}\r\nFROM])",
   ];
   it.each(allowed)("allows %s", (line) => expect(checkImapCommand(line)).toBeNull());
   it.each(refused)("refuses %s", (line) => expect(checkImapCommand(line)).not.toBeNull());
+  it("literal data is skipped by its length, not read as commands", () => {
+    expect(checkImapCommand("1 LOGIN {4+}\r\nuser {14+}\r\nSTORE\r\nBODY[] x")).toBeNull();
+  });
   it("a quoted string cannot smuggle or hide a FETCH item", () => {
     expect(checkImapCommand('1 UID FETCH 1 (BODY.PEEK[HEADER.FIELDS ("BODY[]")])')).toBeNull();
   });
@@ -77,6 +82,8 @@ describe("the guard's decisions (the reference's vectors)", () => {
     const p = { kind: "append-sent", mailbox: "Sent" } as const;
     expect(checkImapCommand('4 APPEND "Sent" (\\Seen) {10}', p)).toBeNull();
     expect(checkImapCommand('4 APPEND Sent {10}', p)).toBeNull();
+    expect(checkImapCommand('4 APPEND Sent (\\Seen) {5+}\r\n\r\nA\r\n', p)).toBeNull(); // LITERAL+: data in the same frame
+    expect(checkImapCommand('4 APPEND Sent {3+}\r\nabc\r\n5 STORE 1 +FLAGS (\\Seen)', p)).not.toBeNull();
     expect(checkImapCommand('4 APPEND "INBOX" {10}', p)).toMatch(/only to Sent/);
     expect(checkImapCommand("4 STORE 1 +FLAGS (\\Seen)", p)).toMatch(/allowlist/);
   });
