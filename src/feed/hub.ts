@@ -242,6 +242,13 @@ export class FeedHub {
     sub.ack(cursor);
     sub.polledAt = this.now();
     let answer = this.collect(sub, cursor, limit);
+    // A log scan that stopped at maxScanEvents with nothing matched goes on after yielding
+    // the event loop, so an answer without events always means "caught up" (wire.md).
+    while (answer.events.length === 0 && answer.lagged === 0 && answer.cursor < sub.logUpTo) {
+      await new Promise((r) => setImmediate(r));
+      if (this.subs.get(sub.token) !== sub) throw unknownSubscription();
+      answer = this.collect(sub, answer.cursor, limit);
+    }
     if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) {
       sub.answeredSeq = answer.cursor;
       return answer;
