@@ -39,7 +39,7 @@ export class Suite {
     const ratio = opts.higherIsBetter ? value / b.value : b.value / value;
     const f: Figure = { value, unit, baseline: base, ratio };
     if (opts.minRatio !== undefined) {
-      f.target = `ratio >= ${opts.minRatio}`;
+      f.target = `ratio >= ${+opts.minRatio.toFixed(2)}`;
       f.met = ratio >= opts.minRatio;
     }
     if (opts.note) f.note = opts.note;
