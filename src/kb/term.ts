@@ -11,7 +11,7 @@
  *   parseTerm('(answers AgentBoreas "Postgres 16" (sentexHandle 42))')
  *   // -> ["answers", "AgentBoreas", "\"Postgres 16\"", ["sentexHandle", "42"]]
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { KbError } from "./errors.js";
 
 export type Atom = string;
@@ -227,7 +227,7 @@ export function substitute(t: Term, bindings: Bindings): Term {
 
 /** `sha256:` + hex over (context, truth, canonical sentence); equal on every daemon. */
 export function locatorOf(context: string, truth: "true" | "false", canonicalSentence: string): string {
-  return "sha256:" + createHash("sha256").update(`${context}\n${truth}\n${canonicalSentence}`).digest("hex");
+  return "sha256:" + hash("sha256", `${context}\n${truth}\n${canonicalSentence}`, "hex");
 }
 
 /** `(sentexHandle H)` as a term. */
