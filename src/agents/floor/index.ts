@@ -62,3 +62,35 @@ export {
   type FloorSessionOptions,
 } from "./session.js";
 export { systemClock, systemScheduler, type Clock, type Scheduler, type TimerHandle } from "./time.js";
+export {
+  FLOOR_ACTS_CONTEXT,
+  MAX_REMEMBERED_UTTERANCES,
+  NO_HOLDER,
+  UNLABELED,
+  KbRoomRecorder,
+  decisionFromTerm,
+  decisionTerm,
+  joinRoom,
+  readRoom,
+  symbolOf,
+  wordOf,
+  type KbRoomRecorderOptions,
+  type RoomDecision,
+  type RoomFloorChange,
+  type RoomHistory,
+  type RoomNotice,
+  type RoomUtterance,
+} from "./kbroom.js";
+export {
+  MAX_INGEST_BODY_BYTES,
+  MAX_OPEN_WORK,
+  MAX_SEEN_UTTERANCE_IDS,
+  MAX_UTTERANCE_CHARS,
+  isLoopbackAddress,
+  startIngest,
+  utteranceSchema,
+  type Ingest,
+  type IngestOptions,
+  type UtteranceBody,
+} from "./ingest.js";
+export { startFloorAgent, type FloorAgent, type FloorAgentOptions } from "./agent.js";

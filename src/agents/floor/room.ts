@@ -1,8 +1,9 @@
 /**
  * The room as the knowledge base will see it: labelled utterances, the floor's decision on
  * each, and what he did with each turn. `RoomRecorder` is the seam; an implementation over
- * the channel library comes later (it is not in this folder).
+ * the channel library is `KbRoomRecorder` (kbroom.ts).
  */
+import type { AddressKind } from "./address.js";
 import type { FloorDecision, FloorState, SpeakerId, TurnDecision } from "./machine.js";
 
 /** Names one applied utterance, in application order (1, 2, 3, ...). */
@@ -29,6 +30,10 @@ export interface LabeledUtterance extends SpeakerLabel {
   appliedAtMs: number;
   /** Wall-clock ISO time for people and the KB. */
   occurredAt: string;
+  /** When the capture ended (monotonic ms): the pipeline's end, else when its final arrived. */
+  endedAtMs?: number;
+  /** The capture pipeline's id for this utterance, if it gave one. */
+  utteranceId?: string;
 }
 
 /**
@@ -75,6 +80,8 @@ export interface RoomRecorder {
   /** The floor's decision on that utterance, with the state it left behind. */
   decision(d: {
     utteranceSeq: UtteranceSeq;
+    /** How his name landed in the line (classifyAddress), whatever the floor decided. */
+    address: AddressKind;
     decision: FloorDecision;
     state: FloorState;
     holderId: SpeakerId | undefined;
@@ -89,7 +96,7 @@ export interface RoomRecorder {
     why: "chosen" | "turn-queue-full" | "mouth-failed";
     atMs: number;
   }): void | Promise<void>;
-  /** The floor engaged or went dormant, and why (decision, settlement, tick, work). */
+  /** The floor engaged, went dormant or changed holder, and why (decision, settlement, tick, work). */
   floorChange(c: {
     state: FloorState;
     holderId: SpeakerId | undefined;

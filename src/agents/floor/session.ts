@@ -4,7 +4,7 @@
  * reorder grace, the floor-work heartbeat and the hold window run on an injected
  * Scheduler and read an injected Clock.
  */
-import { nameCameUp } from "./address.js";
+import { classifyAddress, nameCameUp } from "./address.js";
 import { FloorError } from "./errors.js";
 import { isTurn, type FloorDecision, type FloorMachine, type FloorState, type SpeakerId, type TurnDecision } from "./machine.js";
 import type { Mouth, MouthOutcome } from "./mouth.js";
@@ -45,6 +45,10 @@ export interface CaptureFinal {
   text: string;
   /** A name the capture pipeline supplied; untrusted. */
   displayName?: string;
+  /** When the capture ended (same clock), if the pipeline said. Recorded, never judged. */
+  endedAtMs?: number;
+  /** The capture pipeline's id for this utterance, if any (the recorder's idempotency key). */
+  utteranceId?: string;
 }
 
 export interface FloorSessionOptions {
@@ -93,6 +97,7 @@ export class FloorSession {
   #turnSeq = 0;
   #queuedTurns = 0;
   #lastState: FloorState;
+  #lastHolder: SpeakerId | undefined;
   /** Bumped when the hold window closes the mouth; stale floor work stops refreshing. */
   #generation = 0;
   #mouthOpen = false;
@@ -126,6 +131,7 @@ export class FloorSession {
     }
     this.#onError = options.onError ?? (() => {});
     this.#lastState = options.machine.state;
+    this.#lastHolder = options.machine.holderId;
   }
 
   get machine(): FloorMachine {
@@ -232,11 +238,14 @@ export class FloorSession {
       appliedAtMs: now,
       occurredAt: new Date(this.#o.clock.wallMs()).toISOString(),
     };
+    u.endedAtMs = q.endedAtMs ?? q.finalizedAtMs; // the final's arrival, when the pipeline gave no end
+    if (q.utteranceId !== undefined) u.utteranceId = q.utteranceId;
     const history = this.#history.map((h) => h.u);
     this.#remember(u);
     this.#record((r) => r.utterance(u));
     const decision = this.#o.machine.observe({ speakerId: q.speakerId, text: q.text, atMs: now });
-    const record = { utteranceSeq: u.seq, decision, state: this.#o.machine.state, holderId: this.#o.machine.holderId };
+    const address = classifyAddress(q.text, this.#o.machine.names);
+    const record = { utteranceSeq: u.seq, address, decision, state: this.#o.machine.state, holderId: this.#o.machine.holderId };
     this.#record((r) => r.decision(record));
     this.#sync("utterance");
     if (isTurn(decision)) this.#offer(decision, u, history);
@@ -315,11 +324,12 @@ export class FloorSession {
     else this.#armTimers();
   }
 
-  /** Record a state change, then arm or cancel the tick and the hold window to match. */
+  /** Record a change of state or holder, then arm or cancel the tick and the hold window to match. */
   #sync(cause: "utterance" | "settle" | "tick" | "work"): void {
     const m = this.#o.machine;
-    if (m.state !== this.#lastState) {
+    if (m.state !== this.#lastState || m.holderId !== this.#lastHolder) {
       this.#lastState = m.state;
+      this.#lastHolder = m.holderId;
       const change = { state: m.state, holderId: m.holderId, cause, atMs: this.#now() };
       this.#record((r) => r.floorChange(change));
     }

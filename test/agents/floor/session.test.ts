@@ -119,6 +119,8 @@ describe("replay: a multi-speaker room", () => {
       { state: "engaged", holderId: "dave", cause: "settle", atMs: 201_200 },
       { state: "dormant", holderId: undefined, cause: "tick", atMs: 266_200 },
       { state: "engaged", holderId: "frank", cause: "utterance", atMs: 302_000 },
+      // A clean hail moves the holder while engaged: a floor change too (state or holder).
+      { state: "engaged", holderId: "jon", cause: "utterance", atMs: 320_600 },
       { state: "dormant", holderId: undefined, cause: "tick", atMs: 382_000 },
     ]);
     // Every turn carried a note; replies and silences settled per turn, in order.
