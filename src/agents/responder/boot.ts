@@ -12,8 +12,10 @@ import type { PlatformPort } from "./platform.js";
 import type { Composer } from "../composer/types.js";
 
 export interface BootOptions extends Omit<ResponderOptions, "charter" | "initialState"> {
-  /** Holds `audit.jsonl` and `processed.jsonl`. */
+  /** Holds `audit.jsonl` and `processed.jsonl` (unless `auditPath` / `processedPath` say otherwise). */
   dataDir: string;
+  auditPath?: string;
+  processedPath?: string;
   loaded: LoadedCharter;
   kb: KbPort;
   platform: PlatformPort;
@@ -38,7 +40,7 @@ export function bootResponder(o: BootOptions): Booted {
   const now = o.clock.nowMs();
   const replay = new AuditReplay(now);
   const audit = AuditLog.open(
-    join(o.dataDir, "audit.jsonl"),
+    o.auditPath ?? join(o.dataDir, "audit.jsonl"),
     {
       charter_version: o.loaded.charter.version,
       charter_sha256: o.loaded.sha256,
@@ -49,9 +51,9 @@ export function bootResponder(o: BootOptions): Booted {
     now,
     replay.onRecord,
   );
-  const processed = DedupStore.open(join(o.dataDir, "processed.jsonl"), o.maxProcessedIds);
+  const processed = DedupStore.open(o.processedPath ?? join(o.dataDir, "processed.jsonl"), o.maxProcessedIds);
   for (const id of replay.processedIds) processed.add(id);
-  const { dataDir: _d, loaded, kb, platform, composer, clock, maxProcessedIds: _m, ...rest } = o;
+  const { dataDir: _d, auditPath: _a, processedPath: _p, loaded, kb, platform, composer, clock, maxProcessedIds: _m, ...rest } = o;
   const responder = new Responder(
     { kb, platform, composer, audit, clock, processed },
     { ...rest, charter: loaded.charter, initialState: replay.stateAt(now) },

@@ -28,8 +28,11 @@ import type { PlatformPort, ThreadMessage } from "./platform.js";
 
 /** What the knowledge base offers the responder. */
 export interface KbPort {
-  /** Facts the KB recalls for `query`, most relevant first. */
-  recall(query: string, options: { topK: number; signal: AbortSignal }): Promise<string[]>;
+  /**
+   * Facts the KB recalls for `query`, most relevant first. `dm` is the message being
+   * answered (full text), so a KB can recall by sender id and conversation too.
+   */
+  recall(query: string, options: { topK: number; signal: AbortSignal; dm?: Dm }): Promise<string[]>;
   /** Make an escalation visible to a human-driven session (a bus event, a KB query node, ...). */
   escalate(notice: EscalationNotice): Promise<void>;
 }
@@ -51,7 +54,9 @@ export type ResponderEscalation =
   | "compose_failed"
   | "guard_refused"
   | "send_failed"
-  | "queue_full";
+  | "queue_full"
+  /** An ingress could not write the DM's query node (the knowledge base was unreachable). */
+  | "kb_unavailable";
 
 export type ResponderDrop = DropReason | "own_echo" | "duplicate";
 
@@ -65,7 +70,7 @@ export interface EscalationNotice {
 }
 
 export type Outcome =
-  | { action: "replied"; messageId: string; chars: number }
+  | { action: "replied"; messageId: string; chars: number; text: string }
   | { action: "escalated"; reason: ResponderEscalation }
   | { action: "dropped"; reason: ResponderDrop };
 
@@ -296,7 +301,7 @@ export class Responder {
     let recall: string[] = [];
     try {
       recall = await withTimeout(this.o.maxRecallMs, (signal) =>
-        this.ports.kb.recall(`${full.senderName}: ${full.text.slice(0, 300)}`, { topK: this.o.recallTopK, signal }),
+        this.ports.kb.recall(`${full.senderName}: ${full.text.slice(0, 300)}`, { topK: this.o.recallTopK, signal, dm: full }),
       );
       recall = recall.slice(0, this.o.recallTopK);
     } catch {
@@ -357,7 +362,7 @@ export class Responder {
     }
     this.stats.replied++;
     this.audit("reply_sent", { convo: full.conversationId, to: full.senderId, message_id: messageId }, clock.nowMs());
-    return { action: "replied", messageId, chars: codePointLength(reply) };
+    return { action: "replied", messageId, chars: codePointLength(reply), text: reply };
   }
 }
 

@@ -21,7 +21,7 @@ describe("Responder", () => {
   it("replies to a friend: composes from recall and thread, sends, audits sending then sent", async () => {
     const t = setup();
     t.platform.threads.set("c1", [{ id: "m0", senderId: FRIEND, from: "Rex", text: "earlier" }, { id: "m1", senderId: FRIEND, from: "Rex", text: "hello there tag1" }]);
-    expect(await t.b.responder.handle(dm({ text: "hello there tag1" }))).toEqual({ action: "replied", messageId: "m1", chars: 20 });
+    expect(await t.b.responder.handle(dm({ text: "hello there tag1" }))).toEqual({ action: "replied", messageId: "m1", chars: 20, text: expect.any(String) });
     expect(t.platform.sent).toEqual([{ conversationId: "c1", text: "Thanks, I read tag1.", atMs: NOON }]);
     expect(t.composer.requests[0]).toMatchObject({ purpose: "dm-reply", recall: ["Rex likes jazz"], history: [{ from: "Rex", text: "earlier" }], message: "hello there tag1", correspondent: "Rex" });
     expect(t.kb.queries).toEqual(["Rex: hello there tag1"]);

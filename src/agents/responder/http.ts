@@ -1,0 +1,146 @@
+/**
+ * The responder's own HTTP surface, loopback only (ADR-0014: `GET /status` on loopback):
+ *
+ * | route | answer |
+ * |---|---|
+ * | `POST /dm` | 202 `{ok, query, message_id}` once the DM's query node is stored; 400 bad body; 413 too large; 415 not JSON; 503 `kb_unavailable` while disconnected |
+ * | `GET /status` | 200 the status document |
+ * | anything else | 404 |
+ * | any request from a non-loopback peer | 403 `{ok: false}` |
+ *
+ * The server binds a loopback address only (`bind` is refused otherwise) and checks every
+ * peer address as well, so a proxy or a port forward cannot widen it silently.
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseIngest } from "./dmnode.js";
+import type { Dm } from "./gate.js";
+
+/** Largest `POST /dm` body. */
+export const maxIngestBodyBytes = 256 * 1024;
+
+/** 127.0.0.0/8, ::1 and their IPv4-mapped forms. */
+export function isLoopbackAddress(addr: string | undefined): boolean {
+  if (addr === undefined) return false;
+  const a = addr.startsWith("::ffff:") ? addr.slice(7) : addr;
+  return a === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
+}
+
+/** A bind address the responder accepts: loopback only. */
+export function isLoopbackBind(host: string): boolean {
+  return host === "localhost" || isLoopbackAddress(host);
+}
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  ingest: (dm: Dm) => Promise<{ query: number }>;
+  status: () => Record<string, unknown>;
+  log: (msg: string, extra?: Record<string, unknown>) => void;
+}
+
+export interface HttpSurface {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | "too_large"> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > maxIngestBodyBytes) return "too_large";
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of req) {
+    n += (c as Buffer).length;
+    if (n > maxIngestBodyBytes) return "too_large";
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Start the loopback server; resolves once it listens. */
+export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
+  if (!isLoopbackBind(o.host)) throw new RangeError(`the responder binds loopback only, got ${o.host}`);
+  const server: Server = createServer((req, res) => {
+    void handle(req, res).catch((e: unknown) => {
+      o.log("http handler failed", { error: (e as Error)?.message ?? String(e) });
+      if (!res.headersSent) send(res, 500, { ok: false, type: "internal", error: "internal error" });
+      else res.destroy();
+    });
+  });
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!isLoopbackAddress(req.socket.remoteAddress)) {
+      req.resume();
+      send(res, 403, { ok: false });
+      return;
+    }
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && path === "/status") {
+      send(res, 200, o.status());
+      return;
+    }
+    if (req.method === "POST" && path === "/dm") {
+      const ct = String(req.headers["content-type"] ?? "");
+      if (!/^application\/json\b/i.test(ct)) {
+        req.resume();
+        send(res, 415, { ok: false, type: "unsupported-media-type", error: "POST /dm takes application/json" });
+        return;
+      }
+      const body = await readBody(req);
+      if (body === "too_large") {
+        send(res, 413, { ok: false, type: "body-too-large", error: `body larger than ${maxIngestBodyBytes} bytes` });
+        req.destroy();
+        return;
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(body.toString("utf8"));
+      } catch {
+        send(res, 400, { ok: false, type: "bad-request", error: "body is not JSON" });
+        return;
+      }
+      const parsed = parseIngest(json);
+      if (!parsed.ok) {
+        send(res, 400, { ok: false, type: "bad-request", error: parsed.error });
+        return;
+      }
+      try {
+        const r = await o.ingest(parsed.dm);
+        send(res, 202, { ok: true, query: r.query, message_id: parsed.dm.messageId });
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (code === "kb_unavailable") send(res, 503, { ok: false, type: "kb_unavailable", error: "not connected to the knowledge base; retry" });
+        else send(res, 502, { ok: false, type: "kb_error", error: String((e as Error)?.message ?? e).slice(0, 300) });
+      }
+      return;
+    }
+    req.resume();
+    send(res, 404, { ok: false, type: "not-found", error: `${req.method} ${path}` });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const a = server.address() as AddressInfo;
+  const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
+  return {
+    url: `http://${host}:${a.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
