@@ -60,6 +60,8 @@ disable_plaintext_auth = no
 auth_mechanisms = plain login
 log_path = $DIR/dovecot.log
 mail_location = maildir:~/Maildir
+# Throwaway server, never crashed by the tests: skip fsync (a submission took 34 ms with it).
+mail_fsync = never
 mail_uid = kmail
 mail_gid = kmail
 first_valid_uid = 1

@@ -416,3 +416,22 @@ export async function folderMessageIds(client: ImapFlow, path: string, since?: D
   }
   return out;
 }
+
+/**
+ * Which of these Message-IDs are in a folder: one `UID SEARCH HEADER Message-ID` each, so
+ * reconciling a few open receipts costs a few searches, not a read of the whole folder.
+ */
+export async function findMessageIds(client: ImapFlow, path: string, ids: Iterable<string>): Promise<Set<string>> {
+  const out = new Set<string>();
+  const wanted = [...new Set(ids)];
+  if (wanted.length === 0) return out;
+  const lock = await client.getMailboxLock(path, { readOnly: true });
+  try {
+    const box = client.mailbox;
+    if (box === false || box.exists === 0) return out;
+    for (const id of wanted) if (uidsOf(await client.search({ header: { "message-id": id } }, { uid: true })).length > 0) out.add(id);
+  } finally {
+    lock.release();
+  }
+  return out;
+}

@@ -7,7 +7,7 @@
  */
 import type { Account, MailContext, MailPolicyConfig } from "./config.js";
 import { renderMessage, replyHeaders } from "./compose.js";
-import { beginSend, markSubmitted, reconcile, type Receipt, type SendIntent } from "./idempotency.js";
+import { beginSend, idempotencyKey, markSubmitted, reconcile, type Receipt, type SendIntent } from "./idempotency.js";
 import { connectImap, type ImapEndpoint } from "./imap.js";
 import type { MailRef } from "./parse.js";
 import { decide, priorContacts, type DraftReason, type RefusalReason } from "./policy.js";
@@ -53,7 +53,9 @@ export interface SubmitArgs {
  * pending: `reconcileReceipts` decides later, never this function.
  */
 export async function submitWithReceipt(a: SubmitArgs): Promise<SendOutcome> {
-  const begun = beginSend(a.store.all(a.intent.account), a.intent, a.now);
+  // Only a receipt with this key can refuse the intent: look it up by primary key.
+  const existing = a.store.get(idempotencyKey(a.intent.account, a.intent.thread_id, a.intent.body));
+  const begun = beginSend(existing ? [existing] : [], a.intent, a.now);
   if (!begun.ok) return { status: "refused", reason: "duplicate-key", detail: `already ${begun.refusal.existing.status} as ${begun.refusal.existing.message_id}` };
   const raw = a.render(begun.receipt.message_id);
   const ins = a.store.insert(begun.receipt, raw);

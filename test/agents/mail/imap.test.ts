@@ -10,6 +10,7 @@ import {
   applySync,
   checkImapCommand,
   connectImap,
+  findMessageIds,
   folderMessageIds,
   syncImapAccount,
   type ImapEndpoint,
@@ -195,7 +196,7 @@ describe("sync against Dovecot", () => {
     expect(lines.join("\n")).not.toContain("wrong-password");
   });
 
-  it("folderMessageIds reads Message-IDs from headers only", async () => {
+  it("folderMessageIds reads Message-IDs from headers only; findMessageIds searches for given ones", async () => {
     const u = freshUser(env, "ids");
     const admin = await adminImap(env, u);
     await admin.append("Sent", mail("m1"), []);
@@ -203,6 +204,7 @@ describe("sync against Dovecot", () => {
     await admin.logout();
     const { client, guard } = await connectImap({ host: env.host, port: env.imapPort, tls: "none" }, creds(u));
     expect([...(await folderMessageIds(client, "Sent"))].sort()).toEqual(["<m1@test>", "<m2@test>"]);
+    expect([...(await findMessageIds(client, "Sent", ["<m2@test>", "<m9@test>"]))]).toEqual(["<m2@test>"]);
     await client.logout();
     expect(guard.refused).toEqual([]);
     expect(serverFlags(env, u.user, "Sent").get("<m1@test>")).not.toContain("\\Seen");
