@@ -47,8 +47,13 @@ export interface MsgSpec {
 
 /** One message of a test thread. Theirs by default; `role: "sent"` makes it ours. */
 export function msg(s: MsgSpec): ParsedMail {
+  return parseMessage(rawOf(s), meta({ role: s.role ?? "inbox", flags: s.flags ?? [], account: s.account ?? "zoho" }));
+}
+
+/** The raw RFC 5322 text `msg` parses (threads.test.ts APPENDs it to a real mailbox). */
+export function rawOf(s: MsgSpec): string {
   const sent = s.role === "sent";
-  const raw = rawMail(
+  return rawMail(
     {
       From: s.from ?? (sent ? `Kannaka <${OURS}>` : "Vincent Ray <vincent@example.org>"),
       To: s.to ?? (sent ? "Vincent Ray <vincent@example.org>" : `Kannaka <${OURS}>`),
@@ -68,7 +73,6 @@ export function msg(s: MsgSpec): ParsedMail {
     },
     s.body ?? "Hello.",
   );
-  return parseMessage(raw, meta({ role: s.role ?? "inbox", flags: s.flags ?? [], account: s.account ?? "zoho" }));
 }
 
 export const CONFIG: AccountsConfig = (() => {
