@@ -1,0 +1,118 @@
+/**
+ * End to end through real processes: a daemon with an admin token, the floor agent as
+ * `koinii floor` with its own agent token, the deterministic composer as the mouth, and the
+ * room read back from the daemon.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerAgent, wire, type Medium } from "../../../src/channel/index.js";
+import { readRoom } from "../../../src/agents/floor/index.js";
+import { ADMIN_TOKEN, MAIN, eventually, spawnDaemon, type Daemon } from "../../channel/helpers.js";
+import { kbDecisions, post } from "./helpers.js";
+
+const ROOM = "CxRoomLobby";
+let daemon: Daemon;
+let admin: Medium;
+let dir: string;
+
+beforeAll(async () => {
+  daemon = await spawnDaemon({ adminToken: ADMIN_TOKEN });
+  admin = wire({ url: daemon.url, token: ADMIN_TOKEN });
+  dir = mkdtempSync(join(tmpdir(), "koinii-floor-"));
+});
+afterAll(async () => {
+  await admin?.close();
+  await daemon?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function floorEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.ANTHROPIC_API_KEY; // the deterministic composer
+  delete env.KOINII_TOKEN;
+  delete env.KOINII_URL;
+  return env;
+}
+
+function startFloor(args: string[]): { proc: ChildProcess; url: Promise<string>; stderr: () => string; exited: Promise<number | string> } {
+  const proc = spawn(process.execPath, [MAIN, "floor", ...args], { env: floorEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | string>((r) => proc.once("exit", (code, signal) => r(code ?? signal ?? -1)));
+  const url = new Promise<string>((res, rej) => {
+    let out = "";
+    proc.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /koinii floor listening on (http:\/\/\S+)\n/.exec(out);
+      if (m) res(m[1]!);
+    });
+    void exited.then((code) => rej(new Error(`koinii floor exited (${code}) before listening: ${err}`)));
+  });
+  return { proc, url, stderr: () => err, exited };
+}
+
+describe("koinii floor (a real process against a real daemon)", () => {
+  it("--help lists every option", () => {
+    const r = spawnSync(process.execPath, [MAIN, "floor", "--help"], { env: floorEnv(), encoding: "utf8" });
+    expect(r.status).toBe(0);
+    for (const opt of ["--url", "--token", "--room", "--persona", "--ingest-port", "--ingest-host"]) expect(r.stdout).toContain(opt);
+  });
+
+  it("refuses a persona that does not parse, and a non-loopback ingest address, with exit 1", () => {
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify({ id: "AgentClankie", names: [] }));
+    const r = spawnSync(process.execPath, [MAIN, "floor", "--url", daemon.url, "--room", ROOM, "--persona", bad], { env: floorEnv(), encoding: "utf8" });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("persona config refused");
+    const r2 = spawnSync(process.execPath, [MAIN, "floor", "--room", ROOM, "--persona", bad, "--ingest-host", "0.0.0.0"], { env: floorEnv(), encoding: "utf8" });
+    expect(r2.status).toBe(1);
+    expect(r2.stderr).toContain("loopback");
+  });
+
+  it("hears the room on its ingest endpoint, records lines, decisions and replies in the daemon under its own token, and stops on SIGTERM", async () => {
+    const { token } = await registerAgent(admin, "AgentClankie", { displayName: "Clankie" });
+    const persona = join(dir, "persona.json");
+    writeFileSync(persona, JSON.stringify({ id: "AgentClankie", names: ["Clankie"], replyPolicy: "addressed", voice: "Brief." }));
+    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", ROOM, "--persona", persona, "--ingest-port", "0"]);
+    const url = await floor.url;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const now = Date.now();
+    const lines: [string, string, string][] = [
+      ["alice", "Alice", "hey clankie are you there"],
+      ["bob", "Bob", "that is clankie's job"],
+      ["carol", "Carol", "ask clankie about it"],
+    ];
+    for (const [i, [who, name, text]] of lines.entries()) {
+      const r = await post(url, "/utterance", { speakerId: who, displayName: name, text, startedAtMs: now - 1_000 + i, endedAtMs: now + i });
+      expect(r.status).toBe(202);
+    }
+    const room = await eventually(
+      () => readRoom(admin, ROOM),
+      (h) => h.utterances.length === 3 && h.utterances.every((u) => u.decisions.length === 1) && h.utterances[0].replies.length === 1,
+      1_500,
+    );
+    expect(kbDecisions(room)).toEqual([
+      ["hey clankie are you there", "wake(addressed)", "alice"],
+      ["that is clankie's job", "listen", "alice"],
+      ["ask clankie about it", "listen", "alice"],
+    ]);
+    // Written by the floor agent, in its own context, stamped by the daemon from its token.
+    const u0 = await admin.sentex(room.utterances[0].handle);
+    expect([u0.context, u0.creator]).toEqual(["CxClankie", "AgentClankie"]);
+    expect(room.utterances[0].replies[0]).toMatchObject({ agent: "AgentClankie", text: expect.stringContaining("Thank you for your message") });
+    expect(room.changes.map((c) => [c.state, c.holderId, c.cause])).toEqual([["engaged", "alice", "utterance"]]);
+
+    // Retracting the hail takes its decision and the reply with it.
+    const { removed } = await admin.retract(room.utterances[0].handle);
+    expect(removed).toHaveLength(3);
+    const after = await readRoom(admin, ROOM);
+    expect(after.utterances.map((u) => u.text)).toEqual(["that is clankie's job", "ask clankie about it"]);
+
+    floor.proc.kill("SIGTERM");
+    expect(await floor.exited).toBe(0);
+    expect(floor.stderr()).toContain('"msg":"stopped"');
+  });
+});
