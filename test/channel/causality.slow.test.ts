@@ -47,16 +47,18 @@ describe("total-order causality over the wire", () => {
         const seenBy = agents.map(() => [] as FeedEvent[]);
         const known = agents.map(() => [] as number[]);
         const subs: Subscription[] = [];
+        const errors: unknown[] = [];
+        const onError = (e: unknown) => void errors.push(e);
         for (let i = 0; i < agents.length; i++) {
           subs.push(await subscribe(agents[i]!, null, channel, (ev) => {
             seenBy[i]!.push(ev);
             for (const a of ev.added) known[i]!.push(a.handle);
-          }, { waitMs: 1000 }));
+          }, { waitMs: 1000, onError }));
         }
         const sameA: FeedEvent[] = [];
         const sameB: FeedEvent[] = [];
-        subs.push(await subscribe(agents[0]!, "(answers ?a ?c ?t)", channel, (ev) => void sameA.push(ev), { waitMs: 1000 }));
-        subs.push(await subscribe(agents[1]!, "(answers ?a ?c ?t)", channel, (ev) => void sameB.push(ev), { waitMs: 1000 }));
+        subs.push(await subscribe(agents[0]!, "(answers ?a ?c ?t)", channel, (ev) => void sameA.push(ev), { waitMs: 1000, onError }));
+        subs.push(await subscribe(agents[1]!, "(answers ?a ?c ?t)", channel, (ev) => void sameB.push(ev), { waitMs: 1000, onError }));
         const retractions: { seq: number; removed: number[] }[] = [];
         const mine = agents.map(() => [] as number[]);
 
@@ -89,9 +91,9 @@ describe("total-order causality over the wire", () => {
         // A last write in the channel: once every channel watcher has it, it has everything before it.
         const marker = await agents[0]!.medium.assert("(done Marker)", agents[0]!.context, { creator: agents[0]!.agent });
         const lastOf = (evs: FeedEvent[]) => (evs.length ? evs[evs.length - 1]!.seq : 0);
-        await eventually(() => seenBy.map(lastOf), (s) => s.every((x) => x >= marker.seq));
+        await eventually(() => (expect(errors).toEqual([]), seenBy.map(lastOf)), (s) => s.every((x) => x >= marker.seq), 6000);
         const lastAnswer = Math.max(0, ...seenBy[0]!.filter((e) => [...e.added, ...e.removed].some((x) => x.sentence.startsWith("(answers "))).map((e) => e.seq));
-        await eventually(() => [lastOf(sameA), lastOf(sameB)], (s) => s.every((x) => x >= lastAnswer));
+        await eventually(() => [lastOf(sameA), lastOf(sameB)], (s) => s.every((x) => x >= lastAnswer), 6000);
         for (const s of subs) await s.stop();
 
         // 1. strictly increasing seq per subscriber
@@ -121,7 +123,7 @@ describe("total-order causality over the wire", () => {
           expect(removed.sort((x, y) => x - y)).toEqual([...r.removed].sort((x, y) => x - y));
         }
       }),
-      { numRuns: 12 },
+      { numRuns: 12, endOnFailure: true },
     );
   });
 });
@@ -160,7 +162,7 @@ describe("catch-up under lag", () => {
           await m.close();
         }
       }),
-      { numRuns: 25 },
+      { numRuns: 25, endOnFailure: true },
     );
     expect(lagged).toBeGreaterThan(0); // the property did exercise re-snapshots on lag
   });
