@@ -25,7 +25,6 @@ import { NatsBus, defaultDmSubject, defaultEscalationSubject, escalationEvent } 
 import { PlatformClient, parseTokenFile } from "./platform.js";
 import { readFileSync } from "node:fs";
 import { ResponderService, defaultCatchupLimits } from "./service.js";
-import { extractDm } from "./gate.js";
 import { parseIngest } from "./dmnode.js";
 import { responderDefaults } from "./responder.js";
 
@@ -203,7 +202,9 @@ async function run(o: RunOptions): Promise<void> {
         // responder as "not a DM", so it is audited as a drop rather than vanishing.
         const parsed = parseIngest(payload);
         if (!parsed.ok) {
-          void booted.responder.handle(extractDm(payload));
+          // Not a DM (another event type, malformed, or over a bound): audited, never handled
+          // without its query node, so nothing is answered that the KB does not hold.
+          service.refuseIngest("nats", parsed.error);
           return;
         }
         service.ingest(parsed.dm, "nats").catch((e: unknown) => {

@@ -117,7 +117,8 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
         send(res, 202, { ok: true, query: r.query, message_id: parsed.dm.messageId });
       } catch (e) {
         const code = (e as { code?: unknown }).code;
-        if (code === "kb_unavailable") send(res, 503, { ok: false, type: "kb_unavailable", error: "not connected to the knowledge base; retry" });
+        const type = (e as { type?: unknown }).type;
+        if (code === "kb_unavailable" || type === "network" || type === "timeout" || type === "aborted") send(res, 503, { ok: false, type: "kb_unavailable", error: "not connected to the knowledge base; retry" });
         else send(res, 502, { ok: false, type: "kb_error", error: String((e as Error)?.message ?? e).slice(0, 300) });
       }
       return;

@@ -117,6 +117,11 @@ export class ResponderService {
     return { query: q };
   }
 
+  /** An ingress event that is not a DM the responder can take: audited (`ingest_refused`), nothing else. */
+  refuseIngest(via: "http" | "nats", error: string): void {
+    this.audit("ingest_refused", { via, error: error.slice(0, 300) });
+  }
+
   /** Queue one DM node unless it is already queued; resolves with the outcome once recorded. */
   enqueue(q: Handle, dm: Dm): Promise<Outcome> {
     const existing = this.inflight.get(q);

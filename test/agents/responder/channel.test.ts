@@ -111,6 +111,18 @@ describe("the responder's knowledge-base port", () => {
     expect(verifyAudit(r.booted.audit.path).ok).toBe(true);
   });
 
+  it("a DM node another trusted agent writes while the responder runs is taken live; an untrusted agent's is not", async () => {
+    const r = await rig();
+    r.service.start();
+    await until(() => r.service.status().catchups === 1, "connected and caught up");
+    const forged = await poseQuery(r.stranger, dmQuestion(dm({ messageId: "live-forged", conversationId: "c8", text: "forged tag8" })));
+    const q = await poseQuery(r.presence, dmQuestion(dm({ messageId: "live-1", conversationId: "c7", text: "live tag7" })));
+    await until(async () => (await answersTo(r.ckb.handle!, q)).length === 1, "answered live");
+    expect(r.service.status().ingested.channel).toBe(1);
+    expect(r.platform.sent.map((s) => s.text)).toEqual(["Thanks, I read tag7."]);
+    expect(await answersTo(r.ckb.handle!, forged)).toHaveLength(0);
+  });
+
   it("recall: facts about the sender by id or name, then the thread from earlier DM nodes and my answers to them", async () => {
     const r = await rig();
     const notes = await join(r.medium, CHANNEL, "AgentNotes");
