@@ -28,10 +28,11 @@ export function dmQuestion(dm: Dm): string {
 }
 
 /** The DM a question term holds, or null when the term is not a well-formed `dm` question. */
+/** Parsed with the KB's default limits: every stored sentence was accepted under them. */
 export function parseDmQuestion(question: string | terms.Term): Dm | null {
   let t: terms.Term;
   try {
-    t = typeof question === "string" ? terms.parseTerm(question, { maxSentenceChars: Number.MAX_SAFE_INTEGER, maxDepth: 4 }) : question;
+    t = typeof question === "string" ? terms.parseTerm(question) : question;
   } catch {
     return null;
   }
@@ -50,7 +51,7 @@ export function parseDmQuestion(question: string | terms.Term): Dm | null {
 export function parseDmNode(sentence: string): { agent: string; dm: Dm } | null {
   let t: terms.Term;
   try {
-    t = terms.parseTerm(sentence, { maxSentenceChars: Number.MAX_SAFE_INTEGER, maxDepth: 5 });
+    t = terms.parseTerm(sentence);
   } catch {
     return null;
   }
