@@ -114,7 +114,8 @@ export function toWire(err: unknown): { status: number; body: WireErrorBody; int
   } else if (isKbError(err)) {
     type = err.type;
     message = err.message;
-    if (err.problems) extra = { problems: err.problems };
+    // Details (a lease's holder and expiry, say) travel with the refusal; they never hold secrets.
+    extra = { ...(err.details ?? {}), ...(err.problems ? { problems: err.problems } : {}) };
   } else if (err instanceof FeedError) {
     type = err.type;
     message = err.message;

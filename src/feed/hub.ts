@@ -132,7 +132,7 @@ export class FeedHub {
     for (const [k, v] of Object.entries(this.limits)) {
       if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`feed limit ${k} must be a positive integer, got ${v}`);
     }
-    this.published = kb.headSeq;
+    this.published = kb.committedSeq;
     this.sees = (a, b) => kb.sees(a, b);
     this.unlisten = kb.onEvent((ev) => this.onEvent(ev));
     this.reaper = setInterval(() => this.reapIdle(), Math.max(250, Math.min(60_000, Math.floor(this.limits.idleReapMs / 4))));

@@ -36,7 +36,7 @@ export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated"
 export interface EngineLimits extends ParseLimits {
   /** Most justifications one write may create before chaining stops (reported as `bounded`). */
   maxDerivations: number;
-  /** Deepest derivation chain followed (premises are depth 0). */
+  /** Deepest derivation chain followed (premises are depth 0). Not the parser's maxNestingDepth. */
   maxDepth: number;
 }
 
@@ -744,7 +744,7 @@ export class Engine {
     this.nextHandle = nextHandle;
     this.headSeq = headSeq;
     this.beginWrite(headSeq);
-    const unlimited = { maxSentenceChars: Infinity, maxDepth: Infinity };
+    const unlimited = { maxSentenceChars: Infinity, maxNestingDepth: Infinity };
     const premises: Node[] = [];
     for (const [handle, ctx, text, premise, creator, createdAt, seq] of rows) {
       // Stored text is canonical: a literal's atom text is the text itself (or inside `(not ...)`).

@@ -117,6 +117,8 @@ export class Kb {
   readonly maxQuerySolutions: number;
   private readonly listeners = new Set<EventListener>();
   private closed = false;
+  /** The newest seq whose group has committed and whose event has been published. */
+  private published: number;
   private writesSinceprune = 0;
 
   private constructor(engine: Engine, store: Store, opts: KbOptions) {
@@ -125,6 +127,7 @@ export class Kb {
     this.durability = opts.durability ?? "full";
     this.feedRetentionEvents = opts.feedRetentionEvents ?? 1_000_000;
     this.maxQuerySolutions = opts.maxQuerySolutions ?? 10_000;
+    this.published = engine.headSeq;
   }
 
   static async open(opts: KbOptions): Promise<Kb> {
@@ -146,8 +149,14 @@ export class Kb {
     return kb;
   }
 
+  /** The newest seq applied in memory; it may belong to a group not yet committed. */
   get headSeq(): number {
     return this.engine.headSeq;
+  }
+
+  /** The newest seq that is durable and published: what a reader may be told. */
+  get committedSeq(): number {
+    return this.published;
   }
 
   get size(): number {
@@ -229,6 +238,7 @@ export class Kb {
   }
 
   private publish(event: FeedEvent): void {
+    this.published = event.seq;
     for (const l of this.listeners) {
       try {
         l(event);

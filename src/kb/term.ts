@@ -23,10 +23,10 @@ export interface ParseLimits {
   /** Longest sentence text accepted, in UTF-16 code units. */
   maxSentenceChars: number;
   /** Deepest list nesting accepted (`(a)` is depth 1). */
-  maxDepth: number;
+  maxNestingDepth: number;
 }
 
-export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxSentenceChars: 262_144, maxDepth: 64 };
+export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxSentenceChars: 262_144, maxNestingDepth: 64 };
 
 const SYMBOL_RE = /^[A-Za-z_+*/<>=!&%$#@~^|.:'-][A-Za-z0-9_+*/<>=!&%$#@~^|.:'-]*$/;
 const VARIABLE_RE = /^\?[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -94,7 +94,7 @@ export function parseTerm(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMI
     }
     if (result !== undefined && stack.length === 0) parseFail("unexpected text after the term", i);
     if (c === 40 /* ( */) {
-      if (stack.length >= limits.maxDepth) parseFail(`nesting deeper than the limit maxDepth=${limits.maxDepth}`, i);
+      if (stack.length >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
       stack.push([]);
       i++;
     } else if (c === 41 /* ) */) {

@@ -89,19 +89,19 @@ describe("identity and locators", () => {
 });
 
 describe("named limits", () => {
-  it("nesting deeper than maxDepth is a parse-error naming the limit", () => {
-    const ok = "(".repeat(DEFAULT_PARSE_LIMITS.maxDepth) + ")".repeat(DEFAULT_PARSE_LIMITS.maxDepth);
+  it("nesting deeper than maxNestingDepth is a parse-error naming the limit", () => {
+    const ok = "(".repeat(DEFAULT_PARSE_LIMITS.maxNestingDepth) + ")".repeat(DEFAULT_PARSE_LIMITS.maxNestingDepth);
     expect(() => parseTerm(ok)).not.toThrow();
     const e = parseErrorOf(() => parseTerm("(" + ok + ")"));
     expect(e.type).toBe("parse-error");
-    expect(e.message).toContain("maxDepth");
+    expect(e.message).toContain("maxNestingDepth");
   });
 
   it("100 000-deep nesting is refused with parse-error, never a stack overflow", () => {
     const deep = "(p ".repeat(100_000) + "X" + ")".repeat(100_000);
-    const e = parseErrorOf(() => parseTerm(deep, { maxDepth: 64, maxSentenceChars: 10_000_000 }));
+    const e = parseErrorOf(() => parseTerm(deep, { maxNestingDepth: 64, maxSentenceChars: 10_000_000 }));
     expect(e.type).toBe("parse-error");
-    expect(e.message).toContain("maxDepth");
+    expect(e.message).toContain("maxNestingDepth");
   });
 
   it("a text over maxSentenceChars is refused with parse-error before it is scanned", () => {
@@ -113,12 +113,12 @@ describe("named limits", () => {
 
   it("an unterminated multi-megabyte string is a parse-error under a raised length limit", () => {
     const huge = '(p "' + "\\\\".repeat(2 * 1024 * 1024);
-    expect(parseErrorOf(() => parseTerm(huge, { maxDepth: 64, maxSentenceChars: 10_000_000 })).type).toBe("parse-error");
+    expect(parseErrorOf(() => parseTerm(huge, { maxNestingDepth: 64, maxSentenceChars: 10_000_000 })).type).toBe("parse-error");
   });
 
   it("limits are configurable: a tighter maxSentenceChars refuses what the default accepts", () => {
     expect(() => parseTerm("(p X Y Z)")).not.toThrow();
-    expect(parseErrorOf(() => parseTerm("(p X Y Z)", { maxDepth: 64, maxSentenceChars: 5 })).type).toBe("parse-error");
+    expect(parseErrorOf(() => parseTerm("(p X Y Z)", { maxNestingDepth: 64, maxSentenceChars: 5 })).type).toBe("parse-error");
   });
 });
 
