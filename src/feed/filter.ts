@@ -89,7 +89,7 @@ export class EventView {
 
 function literalOf(sentence: string): Literal | null {
   try {
-    const t = terms.parseTerm(sentence, { maxSentenceChars: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER });
+    const t = terms.parseTerm(sentence, { maxSentenceChars: Number.MAX_SAFE_INTEGER, maxNestingDepth: Number.MAX_SAFE_INTEGER });
     if (!terms.isList(t) || t.length === 0) return null;
     if (t[0] === "not" && t.length === 2 && terms.isList(t[1]!)) return { neg: true, atom: t[1] as terms.List };
     return { neg: false, atom: t as terms.List };
