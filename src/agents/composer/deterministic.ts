@@ -44,10 +44,17 @@ export class DeterministicComposer implements Composer {
    */
   async compose(request: ComposeRequest): Promise<string> {
     const facts = relevantRecall(request.recall, request.message);
+    if (request.purpose === "floor-reply") return clampAtSentence(spoken(facts), request.maxChars);
     const parts = ["Thank you for your message, I have read it."];
     if (facts.length > 0) parts.push(`What I remember that seems related: ${facts.map((f) => `“${f}”`).join("; ")}.`);
     else parts.push("Nothing I remember speaks to it yet, so I will keep this short.");
     parts.push("I am the bounded responder, so I keep replies brief; a studio session will follow up on anything that needs more.");
     return clampAtSentence(parts.join(" "), request.maxChars);
   }
+}
+
+/** A spoken turn in a room: short, in the first person, and grounded only in recall. */
+function spoken(facts: string[]): string {
+  if (facts.length === 0) return "I heard you. I don't have anything on that yet.";
+  return `I heard you. What I have on that: ${facts.map((f) => `“${f}”`).join("; ")}.`;
 }

@@ -54,3 +54,15 @@ describe("createComposer", () => {
     expect(createComposer({ ANTHROPIC_API_KEY: "k", KOINII_COMPOSER_MODELS: "m1, m2" }).name).toBe("anthropic:m1");
   });
 });
+
+describe("a spoken floor reply", () => {
+  it("is short, first person and grounded only in recall, never the responder's written boilerplate", async () => {
+    const c = new DeterministicComposer();
+    const base = { purpose: "floor-reply" as const, system: "", history: [], maxChars: 300 };
+    const withFact = await c.compose({ ...base, recall: ["the build server restarts at noon"], message: "when does the build server restart?" });
+    expect(withFact).toContain("“the build server restarts at noon”");
+    expect(withFact).not.toContain("bounded responder");
+    const none = await c.compose({ ...base, recall: [], message: "what about the deploy?" });
+    expect(none).toBe("I heard you. I don't have anything on that yet.");
+  });
+});
