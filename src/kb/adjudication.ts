@@ -22,7 +22,7 @@ import type { Kb } from "./kb.js";
 import { OUT, type Node } from "./node.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
-import { contextFor, agentFor } from "./identity.js";
+import { contextFor, agentFor, isAgentId } from "./identity.js";
 import { type Dispute, disputesIn, disputeHandles, disputeKey, disputeTerm, markNotified, markStale, reopen, negation } from "./disputes.js";
 
 export const MAJORITY_ARBITER = "AgentMajority";
@@ -200,10 +200,11 @@ export function tally(kb: Kb, claimHandle: number): { for: number; against: numb
     new Set(
       kb
         .match(`(${pred} ?a (sentexHandle ${claimHandle}))`, "?ctx")
-        // A ballot counts for its speaker only from the speaker's own context.
+        // A ballot counts for its speaker only from the speaker's own context; a first argument
+        // that is no agent id (anyone may write `(votesFor Bob ...)`) is not a ballot.
         .filter((r) => {
           const voter = (parseTerm(r.sentence) as string[])[1]!;
-          return contextFor(voter) === r.context;
+          return isAgentId(voter) && contextFor(voter) === r.context;
         })
         .map((r) => (parseTerm(r.sentence) as string[])[1]!),
     );
