@@ -102,7 +102,7 @@ describe("koinii floor (a real process against a real daemon)", () => {
     // Written by the floor agent, in its own context, stamped by the daemon from its token.
     const u0 = await admin.sentex(room.utterances[0].handle);
     expect([u0.context, u0.creator]).toEqual(["CxClankie", "AgentClankie"]);
-    expect(room.utterances[0].replies[0]).toMatchObject({ agent: "AgentClankie", text: expect.stringContaining("Thank you for your message") });
+    expect(room.utterances[0].replies[0]).toMatchObject({ agent: "AgentClankie", text: expect.stringContaining("I heard you") });
     expect(room.changes.map((c) => [c.state, c.holderId, c.cause])).toEqual([["engaged", "alice", "utterance"]]);
 
     // Retracting the hail takes its decision and the reply with it.
