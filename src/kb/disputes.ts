@@ -27,7 +27,7 @@ export interface Dispute {
   class: "contradiction" | "conflict";
   sides: [ClashSide, ClashSide];
   state: DisputeState;
-  /** When the later side was asserted (0 when both sides are derived). */
+  /** When the later side was asserted (a derived side: when the premises it rests on were, see assertedAt). */
   openedAt: number;
 }
 
@@ -86,7 +86,32 @@ export function disputesIn(kb: Kb, ctx: string): Dispute[] {
   }));
 }
 
-const createdAt = (kb: Kb, h: number): number => kb.engine.index.byHandle.get(h)?.createdAt ?? 0;
+const createdAt = (kb: Kb, h: number): number => {
+  const n = kb.engine.index.byHandle.get(h);
+  return n ? assertedAt(n, new Map()) : 0;
+};
+
+/**
+ * When a sentex came to stand: a premise's createdAt; a derived sentex's is the earliest of
+ * its justifications, each as late as its latest antecedent (or rule). A derived side has
+ * createdAt 0, and 0 would make every dispute between derived sides older than any stale
+ * timeout, so sweepStale marked it stale at its first sweep.
+ */
+function assertedAt(n: Node, memo: Map<Node, number>): number {
+  if (n.premise !== 0) return n.createdAt;
+  const known = memo.get(n);
+  if (known !== undefined) return known;
+  memo.set(n, 0); // a support cycle adds nothing
+  let best = Infinity;
+  for (const j of n.just ?? []) {
+    let t = assertedAt(j.rule, memo);
+    for (const a of j.ants) t = Math.max(t, assertedAt(a, memo));
+    best = Math.min(best, t);
+  }
+  const at = Number.isFinite(best) ? best : 0;
+  memo.set(n, at);
+  return at;
+}
 
 /**
  * Hot path: is `sentence` disputed where `ctx` looks? True when both it and its negation
