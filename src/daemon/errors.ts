@@ -15,6 +15,7 @@ type DaemonErrorType =
   | "unauthorized"
   | "forbidden"
   | "foreign-context"
+  | "foreign-agent"
   | "registry-forbidden"
   | "cross-origin"
   | "body-too-large"
@@ -57,6 +58,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   unauthorized: 401,
   forbidden: 403,
   "foreign-context": 403,
+  // Not in wire.md: an agent token naming another agent as the arbiter of a ruling or the owner of a disregard (docs/disputes.md).
+  "foreign-agent": 403,
   "registry-forbidden": 403,
   "cross-origin": 403,
   "body-too-large": 413,

@@ -11,12 +11,15 @@ import { WireError } from "./errors.js";
 import { type Access, type Principal, REGISTRY_CONTEXT, contextFor, isAgentId } from "./access.js";
 import type { Metrics } from "./metrics.js";
 import * as s from "./schemas.js";
+import { disputeRoutes } from "./disputes.js";
 
 /** none = no token (only /health); any = any principal; admin = the admin only. */
 export type RouteAccess = "none" | "any" | "admin";
 
 export interface RouteDeps {
   kb: Kb;
+  /** The daemon's clock (epoch ms): dispute marks are stamped with it. */
+  now: () => number;
   hub: FeedHub;
   access: Access;
   metrics: Metrics;
@@ -51,7 +54,7 @@ export interface RouteDef {
 type Out<A extends z.ZodType> = Omit<z.output<A>, "ok">;
 
 /** Type a route: its handler sees parsed inputs and must return the answer's shape (without `ok`). */
-function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType>(def: {
+export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType>(def: {
   method: "GET" | "POST";
   url: string;
   summary: string;
@@ -310,6 +313,7 @@ export function routes(d: RouteDeps): RouteDef[] {
           }),
       }),
     }),
+    ...disputeRoutes(d),
   ];
 }
 

@@ -119,3 +119,107 @@ export const agentsListAnswer = z.object({
 
 export type AssertBody = z.infer<typeof assertBody>;
 export type EditBody = z.infer<typeof editBody>;
+
+// ------------------------------------------------------------ disputes, adjudication, belief (docs/disputes.md)
+
+const agentId = z.string().describe("an agent id, Agent + CapitalCamelCase, e.g. AgentAva");
+const disputeId = z.string().describe('a dispute id: its two side handles joined by "-", either order ("12-15" = "15-12")');
+const disputeState = z.enum(["open", "notified", "stale", "resolved"]);
+const dispute = z.object({
+  id: z.string().describe("canonical: the lower handle first"),
+  class: z.enum(["contradiction", "conflict"]),
+  sides: z.tuple([clashSide, clashSide]),
+  state: disputeState,
+  openedAt: z.number().int().describe("epoch ms the later side came to stand"),
+});
+const handles = z.array(handle);
+
+export const disputesBody = z.strictObject({ context });
+export const disputesAnswer = z.object({ ok, disputes: z.array(dispute) });
+
+export const disputedBody = z.strictObject({ sentence, context });
+export const disputedAnswer = z.object({ ok, disputed: z.boolean() });
+
+export const disputeStateBody = z.strictObject({ id: disputeId });
+export const disputeStateAnswer = z.object({ ok, id: z.string(), state: disputeState });
+
+export const notifyBody = z.strictObject({ context: context.describe("the channel whose open disputes are notified") });
+export const notifyAnswer = z.object({ ok, notified: z.array(dispute) });
+
+export const sweepBody = z.strictObject({
+  context: context.describe("the channel whose un-ruled disputes are swept"),
+  staleTimeoutMs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe("how long a dispute may stay un-ruled (default 86 400 000, 24 h)"),
+});
+export const sweepAnswer = z.object({ ok, stale: z.array(dispute) });
+
+export const reopenBody = z.strictObject({ id: disputeId });
+export const reopenAnswer = z.object({ ok, id: z.string(), removed: z.number().int().describe("how many marks were retracted") });
+
+export const ruleBody = z.strictObject({
+  arbiter: agentId.optional().describe("required for the admin; an agent token rules only as itself (default)"),
+  id: disputeId,
+  upheld: sentence.describe("the side upheld: the dispute's atom or its (not ...)"),
+  channel: context.describe("the channel that sees the ruling (the arbiter's context is lifted under it)"),
+});
+export const ruleAnswer = z.object({ ok, ruling: handle.describe("the upheld sentence, monotonic, in the arbiter's context"), withdrawn: handles });
+
+export const withdrawBody = z.strictObject({ arbiter: agentId.optional().describe("required for the admin; an agent token withdraws only its own"), id: disputeId });
+export const withdrawAnswer = z.object({ ok, withdrawn: handles });
+
+export const rulingsBody = z.strictObject({ arbiter: agentId, id: disputeId });
+export const rulingsAnswer = z.object({ ok, rulings: handles });
+
+export const whoRuledBody = z.strictObject({ handle });
+export const whoRuledAnswer = z.object({
+  ok,
+  ruling: z.object({ arbiter: z.string(), disputeIds: z.array(z.string()), at: z.number().int() }).nullable().describe("null when the sentex is no ruling"),
+});
+
+export const tallyBody = z.strictObject({ handle: handle.describe("the claim the ballots name") });
+export const tallyAnswer = z.object({
+  ok,
+  for: z.number().int(),
+  against: z.number().int(),
+  spoiled: z.number().int(),
+  voters: z.object({ for: z.array(z.string()), against: z.array(z.string()), spoiled: z.array(z.string()) }),
+});
+
+export const majorityBody = z.strictObject({ id: disputeId, claim: handle.describe("the claim the ballots name; more for upholds it, more against its negation"), channel: context });
+export const majorityAnswer = z.object({
+  ok,
+  for: z.number().int(),
+  against: z.number().int(),
+  outcome: z.enum(["for", "against", "tie"]),
+  ruling: handle.nullable(),
+  withdrawn: handles,
+});
+
+export const contestedBody = z.strictObject({ sentence, context });
+export const contestedAnswer = z.object({ ok, contested: z.boolean(), premises: handles.describe("handles in the sentence's support that are a side of a dispute the context sees") });
+
+export const quarantineBody = z.strictObject({ context: context.describe("the channel the sentex is hidden from"), handle });
+export const quarantineAnswer = z.object({ ok, mask: handle.describe("the (except (sentexHandle H)) mask") });
+export const unquarantineAnswer = z.object({ ok, removed: z.boolean() });
+export const quarantinedBody = z.strictObject({ context });
+export const quarantinedAnswer = z.object({ ok, handles });
+
+export const believesBody = z.strictObject({ agent: agentId, goal: sentence });
+export const believesAnswer = z.object({ ok, believed: z.boolean(), solutions: z.array(z.record(z.string(), z.string())) });
+
+export const conveneBody = z.strictObject({ context, agents: z.array(agentId).max(1024) });
+export const conveneAnswer = z.object({ ok, context, agents: z.array(z.string()).describe("every agent the context now sees") });
+
+export const disagreementsBody = z.strictObject({ context });
+export const disagreementsAnswer = z.object({
+  ok,
+  agents: z.array(z.string()).describe("the convened agents"),
+  disagreements: z.array(
+    z.object({ id: z.string(), between: z.array(z.string()), sides: z.array(z.object({ agent: z.string(), sentence, handle })) }),
+  ),
+});
+
+export const disregardBody = z.strictObject({ agent: agentId.optional().describe("required for the admin; an agent token acts only for itself"), handle });
+export const disregardAnswer = z.object({ ok, mask: handle });
+export const restoreAnswer = z.object({ ok, restored: z.boolean() });
+export const disregardsBody = z.strictObject({ agent: agentId.optional().describe("default: the caller (an agent token)") });
+export const disregardsAnswer = z.object({ ok, agent: z.string(), handles });

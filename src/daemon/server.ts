@@ -128,7 +128,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   app.decorateRequest("principal", null as unknown as Principal);
 
   let closing = false;
-  const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs });
+  const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
 
   app.addHook("onRequest", async (req, reply) => {
     if (closing) throw new WireError("shutting-down", "the daemon is shutting down");
