@@ -10,10 +10,11 @@ export type {
   Medium, Handle, Seq, ContextName, AgentId, SentexRecord, RemovedEntry, Problem, Strength, FeedEvent, FeedAdded, FeedRemoved,
   AddEntry, EditBatch, AssertAnswer, EditAnswer, QueryAnswer, WatchSpec, FeedOpenAnswer, FeedPollOptions, FeedPollAnswer,
   AgentRegistration, AgentInfo, SubscribeOptions, EventCallback, Subscription,
+  DisputeMedium, Dispute, DisputeState, ClashSide, RulingAnswer, WhoRuled, Tally, MajorityOutcome, BeliefAnswer, Disagreement,
 } from "./medium.js";
 export { ChannelError, isChannelError, CHANNEL_ERROR_TYPES } from "./errors.js";
 export type { ChannelErrorType } from "./errors.js";
-export { contextFor, isAgentId, str, REGISTRY_CONTEXT, SPEECH_ACTS_CONTEXT } from "./names.js";
+export { contextFor, isAgentId, str, REGISTRY_CONTEXT, SPEECH_ACTS_CONTEXT, DISPUTES_CONTEXT } from "./names.js";
 export {
   join, assert, poseQuery, answer, endorse, justify, notUnderstood, refuse, vote, dispute, negationOf, retract, replyMany,
   speakerOf, answerContent, answersTo, endorsementsOf, query, coneOf, openQueries, claim, release, claimOf,
@@ -25,3 +26,9 @@ export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES } from "./pollloop.js";
 export { DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
 export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC } from "./catchup.js";
 export type { Consumer, CursorStore, CursorPosition, SyncOptions, SyncResult, ResnapshotReason } from "./catchup.js";
+export {
+  disputesIn, disputed, disputeState, notifyDisputes, sweepStale, reopenDispute, rule, withdrawRulings, standingRulings, whoRuled,
+  tally, resolveByMajority, contestedPremises, restsOnContested, quarantine, unquarantine, quarantined, believes, convene,
+  disagreements, disregard, restore, disregards, watchDisputes,
+} from "./disputes.js";
+export type { DisputeChange, DisputeWatch } from "./disputes.js";

@@ -11,7 +11,7 @@
  *   const m = local(await openKb({ path: ":memory:", contextsDir: "contexts" }));
  */
 import { nanoid } from "nanoid";
-import { terms, type Kb } from "../kb/index.js";
+import { terms, disputes, adjudication, belief, KbError, type Kb } from "../kb/index.js";
 import { ChannelError, fromLocal } from "./errors.js";
 import { Delivery, report, DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
 import { compileLocalWatch, filterLocal, type LocalWatch } from "./filter.js";
@@ -19,6 +19,7 @@ import { contextFor, isAgentId, REGISTRY_CONTEXT } from "./names.js";
 import type {
   Medium, AssertAnswer, EditAnswer, EditBatch, QueryAnswer, WatchSpec, FeedOpenAnswer, FeedPollOptions, FeedPollAnswer,
   AgentRegistration, AgentInfo, SentexRecord, Problem, Subscription, SubscribeOptions, EventCallback, FeedEvent, Strength,
+  Dispute, DisputeState, RulingAnswer, WhoRuled, Tally, MajorityOutcome, BeliefAnswer, Disagreement,
 } from "./medium.js";
 
 /** Local cursor feeds open at once (the daemon's default subscription ceiling). */
@@ -257,6 +258,112 @@ export class LocalMedium implements Medium {
 
   async close(): Promise<void> {
     this.feeds.clear();
+  }
+
+  // ------------------------------------------------------------ disputes, adjudication, belief: the core itself
+  // Same answers as the daemon's routes (src/daemon/disputes.ts); no tokens, so no access
+  // checks beyond the core's own (arbiter-is-party, not-own-statement).
+
+  disputesIn(context: string): Promise<Dispute[]> {
+    return guard(() => disputes.disputesIn(this.kb, context));
+  }
+
+  disputed(sentence: string, context: string): Promise<boolean> {
+    return guard(() => disputes.disputed(this.kb, sentence, context));
+  }
+
+  disputeState(id: string): Promise<{ id: string; state: DisputeState }> {
+    return guard(() => ({ id: disputes.disputeKey(id), state: disputes.disputeState(this.kb, id) }));
+  }
+
+  notifyDisputes(context: string): Promise<Dispute[]> {
+    return guard(() => adjudication.notifyDisputes(this.kb, context));
+  }
+
+  sweepStale(context: string, opts: { staleTimeoutMs?: number } = {}): Promise<Dispute[]> {
+    return guard(() => adjudication.sweepStale(this.kb, context, { staleTimeoutMs: opts.staleTimeoutMs }));
+  }
+
+  reopenDispute(id: string): Promise<number> {
+    return guard(() => disputes.reopen(this.kb, id));
+  }
+
+  rule(req: { arbiter: string; id: string; upheld: string; channel: string }): Promise<RulingAnswer> {
+    return guard(() => adjudication.rule(this.kb, req.arbiter, req.id, req.upheld, req.channel));
+  }
+
+  withdrawRulings(arbiter: string, id: string): Promise<number[]> {
+    return guard(() => adjudication.withdrawRulings(this.kb, arbiter, id));
+  }
+
+  standingRulings(arbiter: string, id: string): Promise<number[]> {
+    return guard(() => adjudication.standingRulings(this.kb, arbiter, id));
+  }
+
+  whoRuled(handle: number): Promise<WhoRuled | null> {
+    return guard(() => {
+      this.stored(handle);
+      return adjudication.whoRuled(this.kb, handle) ?? null;
+    });
+  }
+
+  tally(claim: number): Promise<Tally> {
+    return guard(() => adjudication.tally(this.kb, claim));
+  }
+
+  resolveByMajority(id: string, claim: number, channel: string): Promise<MajorityOutcome> {
+    return guard(() => adjudication.resolveByMajority(this.kb, id, claim, channel));
+  }
+
+  contestedPremises(sentence: string, context: string): Promise<number[]> {
+    return guard(() => adjudication.contestedPremises(this.kb, sentence, context));
+  }
+
+  quarantine(context: string, handle: number): Promise<number> {
+    return guard(() => adjudication.quarantine(this.kb, context, handle));
+  }
+
+  unquarantine(context: string, handle: number): Promise<boolean> {
+    return guard(() => adjudication.unquarantine(this.kb, context, handle));
+  }
+
+  quarantined(context: string): Promise<number[]> {
+    return guard(() => adjudication.quarantined(this.kb, context));
+  }
+
+  believes(agent: string, goal: string): Promise<BeliefAnswer> {
+    return guard(() => belief.believes(this.kb, agent, goal));
+  }
+
+  convene(context: string, agents: string[]): Promise<string[]> {
+    return guard(async () => {
+      await belief.convene(this.kb, context, agents);
+      return belief.convenedAgents(this.kb, context);
+    });
+  }
+
+  disagreements(context: string): Promise<{ agents: string[]; disagreements: Disagreement[] }> {
+    return guard(() => ({ agents: belief.convenedAgents(this.kb, context), disagreements: belief.disagreements(this.kb, context) }));
+  }
+
+  disregard(agent: string, handle: number): Promise<number> {
+    return guard(() => {
+      this.stored(handle);
+      return belief.disregard(this.kb, agent, handle);
+    });
+  }
+
+  restore(agent: string, handle: number): Promise<boolean> {
+    return guard(() => belief.restore(this.kb, agent, handle));
+  }
+
+  disregards(agent: string): Promise<number[]> {
+    return guard(() => belief.disregards(this.kb, agent));
+  }
+
+  /** `unknown-handle` for a handle not stored (the daemon's routes answer 404 alike). */
+  private stored(handle: number): void {
+    if (!this.kb.sentex(handle)) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
   }
 }
 

@@ -4,14 +4,68 @@
  * in channel.ts, identity.ts and catchup.ts is written once against this interface; the two
  * differ only where the engine does, in how a subscription is delivered.
  */
-import type { SentexRecord, RemovedEntry, Problem, Strength } from "../kb/index.js";
+import type { SentexRecord, RemovedEntry, Problem, Strength, Dispute, DisputeState, ClashSide, adjudication, belief } from "../kb/index.js";
 
 export type Handle = number;
 export type Seq = number;
 export type ContextName = string;
 export type AgentId = string;
 
-export type { SentexRecord, RemovedEntry, Problem, Strength };
+export type { SentexRecord, RemovedEntry, Problem, Strength, Dispute, DisputeState, ClashSide };
+
+/** A ruling's answer: the upheld sentence's handle and the handles of the rulings it replaced. */
+export interface RulingAnswer {
+  ruling: Handle;
+  withdrawn: Handle[];
+}
+
+/** Who ruled with a sentex, on which disputes (canonical ids), and when (epoch ms). */
+export interface WhoRuled {
+  arbiter: AgentId;
+  disputeIds: string[];
+  at: number;
+}
+
+export type Tally = ReturnType<typeof adjudication.tally>;
+export type MajorityOutcome = adjudication.MajorityOutcome;
+export type Disagreement = belief.Disagreement;
+
+export interface BeliefAnswer {
+  believed: boolean;
+  solutions: Record<string, string>[];
+}
+
+/**
+ * Disputes, adjudication and belief (issue 6, docs/disputes.md): the daemon's routes over
+ * the wire, the in-process core over local; each call answers alike on both.
+ */
+export interface DisputeMedium {
+  disputesIn(context: ContextName): Promise<Dispute[]>;
+  disputed(sentence: string, context: ContextName): Promise<boolean>;
+  /** The canonical id and the lifecycle state. */
+  disputeState(id: string): Promise<{ id: string; state: DisputeState }>;
+  notifyDisputes(context: ContextName): Promise<Dispute[]>;
+  sweepStale(context: ContextName, opts?: { staleTimeoutMs?: number }): Promise<Dispute[]>;
+  /** Retract the dispute's marks; answers how many went. */
+  reopenDispute(id: string): Promise<number>;
+  rule(req: { arbiter: AgentId; id: string; upheld: string; channel: ContextName }): Promise<RulingAnswer>;
+  withdrawRulings(arbiter: AgentId, id: string): Promise<Handle[]>;
+  standingRulings(arbiter: AgentId, id: string): Promise<Handle[]>;
+  whoRuled(handle: Handle): Promise<WhoRuled | null>;
+  tally(claim: Handle): Promise<Tally>;
+  resolveByMajority(id: string, claim: Handle, channel: ContextName): Promise<MajorityOutcome>;
+  contestedPremises(sentence: string, context: ContextName): Promise<Handle[]>;
+  quarantine(context: ContextName, handle: Handle): Promise<Handle>;
+  unquarantine(context: ContextName, handle: Handle): Promise<boolean>;
+  quarantined(context: ContextName): Promise<Handle[]>;
+  believes(agent: AgentId, goal: string): Promise<BeliefAnswer>;
+  /** Answers every agent the context now sees. */
+  convene(context: ContextName, agents: AgentId[]): Promise<AgentId[]>;
+  disagreements(context: ContextName): Promise<{ agents: AgentId[]; disagreements: Disagreement[] }>;
+  disregard(agent: AgentId, handle: Handle): Promise<Handle>;
+  restore(agent: AgentId, handle: Handle): Promise<boolean>;
+  disregards(agent: AgentId): Promise<Handle[]>;
+}
 
 /** An added entry as a feed delivers it (a standing query adds its `bindings`). */
 export type FeedAdded = SentexRecord & { bindings?: Record<string, string> };
@@ -118,7 +172,7 @@ export interface Subscription {
   stop(): Promise<void>;
 }
 
-export interface Medium {
+export interface Medium extends DisputeMedium {
   readonly kind: "wire" | "local";
   assert(sentence: string, context: ContextName, opts?: { strength?: Strength; creator?: string }): Promise<AssertAnswer>;
   edit(batch: EditBatch): Promise<EditAnswer>;

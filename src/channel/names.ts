@@ -5,6 +5,7 @@ export const REGISTRY_CONTEXT = "CxRegistry";
 export const SPEECH_ACTS_CONTEXT = "CxSpeechActs";
 export const UNIVERSE_CONTEXT = "CxUniverse";
 export const CORE_CONTEXT = "CxCore";
+export const DISPUTES_CONTEXT = "CxDisputes";
 
 const AGENT_ID_RE = /^Agent[A-Z][A-Za-z0-9]*$/;
 export const isAgentId = (s: string): boolean => AGENT_ID_RE.test(s);

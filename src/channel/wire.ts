@@ -13,6 +13,7 @@ import { startPollLoop } from "./pollloop.js";
 import type {
   Medium, AssertAnswer, EditAnswer, EditBatch, QueryAnswer, WatchSpec, FeedOpenAnswer, FeedPollOptions, FeedPollAnswer,
   AgentRegistration, AgentInfo, SentexRecord, Problem, Subscription, SubscribeOptions, EventCallback, Strength,
+  Dispute, DisputeState, RulingAnswer, WhoRuled, Tally, MajorityOutcome, BeliefAnswer, Disagreement,
 } from "./medium.js";
 
 export interface WireConnection {
@@ -152,6 +153,102 @@ export class WireMedium implements Medium {
 
   async close(): Promise<void> {
     await this.pool.close();
+  }
+
+  // ------------------------------------------------------------ disputes, adjudication, belief (docs/disputes.md)
+
+  async disputesIn(context: string): Promise<Dispute[]> {
+    return (await this.call<{ disputes: Dispute[] }>("POST", "/v1/disputes", { context })).disputes;
+  }
+
+  async disputed(sentence: string, context: string): Promise<boolean> {
+    return (await this.call<{ disputed: boolean }>("POST", "/v1/disputed", { sentence, context })).disputed;
+  }
+
+  async disputeState(id: string): Promise<{ id: string; state: DisputeState }> {
+    const r = await this.call<{ id: string; state: DisputeState }>("POST", "/v1/dispute-state", { id });
+    return { id: r.id, state: r.state };
+  }
+
+  async notifyDisputes(context: string): Promise<Dispute[]> {
+    return (await this.call<{ notified: Dispute[] }>("POST", "/v1/disputes/notify", { context })).notified;
+  }
+
+  async sweepStale(context: string, opts: { staleTimeoutMs?: number } = {}): Promise<Dispute[]> {
+    return (await this.call<{ stale: Dispute[] }>("POST", "/v1/disputes/sweep", { context, ...opts })).stale;
+  }
+
+  async reopenDispute(id: string): Promise<number> {
+    return (await this.call<{ removed: number }>("POST", "/v1/disputes/reopen", { id })).removed;
+  }
+
+  async rule(req: { arbiter: string; id: string; upheld: string; channel: string }): Promise<RulingAnswer> {
+    const { ruling, withdrawn } = await this.call<RulingAnswer>("POST", "/v1/rule", req);
+    return { ruling, withdrawn };
+  }
+
+  async withdrawRulings(arbiter: string, id: string): Promise<number[]> {
+    return (await this.call<{ withdrawn: number[] }>("POST", "/v1/withdraw-rulings", { arbiter, id })).withdrawn;
+  }
+
+  async standingRulings(arbiter: string, id: string): Promise<number[]> {
+    return (await this.call<{ rulings: number[] }>("POST", "/v1/rulings", { arbiter, id })).rulings;
+  }
+
+  async whoRuled(handle: number): Promise<WhoRuled | null> {
+    return (await this.call<{ ruling: WhoRuled | null }>("POST", "/v1/who-ruled", { handle })).ruling;
+  }
+
+  async tally(claim: number): Promise<Tally> {
+    const { ok: _ok, ...t } = await this.call<Tally & { ok: true }>("POST", "/v1/tally", { handle: claim });
+    return t;
+  }
+
+  async resolveByMajority(id: string, claim: number, channel: string): Promise<MajorityOutcome> {
+    const { ok: _ok, ...r } = await this.call<MajorityOutcome & { ok: true }>("POST", "/v1/majority", { id, claim, channel });
+    return r;
+  }
+
+  async contestedPremises(sentence: string, context: string): Promise<number[]> {
+    return (await this.call<{ premises: number[] }>("POST", "/v1/contested", { sentence, context })).premises;
+  }
+
+  async quarantine(context: string, handle: number): Promise<number> {
+    return (await this.call<{ mask: number }>("POST", "/v1/quarantine", { context, handle })).mask;
+  }
+
+  async unquarantine(context: string, handle: number): Promise<boolean> {
+    return (await this.call<{ removed: boolean }>("POST", "/v1/unquarantine", { context, handle })).removed;
+  }
+
+  async quarantined(context: string): Promise<number[]> {
+    return (await this.call<{ handles: number[] }>("POST", "/v1/quarantined", { context })).handles;
+  }
+
+  async believes(agent: string, goal: string): Promise<BeliefAnswer> {
+    const { believed, solutions } = await this.call<BeliefAnswer>("POST", "/v1/believes", { agent, goal });
+    return { believed, solutions };
+  }
+
+  async convene(context: string, agents: string[]): Promise<string[]> {
+    return (await this.call<{ agents: string[] }>("POST", "/v1/convene", { context, agents })).agents;
+  }
+
+  async disagreements(context: string): Promise<{ agents: string[]; disagreements: Disagreement[] }> {
+    const { agents, disagreements } = await this.call<{ agents: string[]; disagreements: Disagreement[] }>("POST", "/v1/disagreements", { context });
+    return { agents, disagreements };
+  }
+
+  async disregard(agent: string, handle: number): Promise<number> {
+    return (await this.call<{ mask: number }>("POST", "/v1/disregard", { agent, handle })).mask;
+  }
+
+  async restore(agent: string, handle: number): Promise<boolean> {
+    return (await this.call<{ restored: boolean }>("POST", "/v1/restore", { agent, handle })).restored;
+  }
+
+  async disregards(agent: string): Promise<number[]> {
+    return (await this.call<{ handles: number[] }>("POST", "/v1/disregards", { agent })).handles;
   }
 }
 
