@@ -23,10 +23,11 @@
  * that is not inert (inert = a premise no rule reads and nothing opposes).
  */
 import { KbError, type Problem } from "./errors.js";
-import { type List, type Term, type Bindings, printTerm, parseTerm, matchTerm, substitute, isSymbol, handleOfTerm, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
+import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
 import { type Literal, sentenceShape, checkContextName, literalTerm, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
+import { compileRule, matchPat, undo, argKeyOf, instantiate } from "./compiled.js";
 import type { RawRow } from "./store.js";
 import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
 
@@ -141,11 +142,7 @@ export class Engine {
     const parsed = sentenceShape(term);
     if (parsed.kind === "rule") {
       const text = printTerm(parsed.term);
-      const rule: CompiledRule = {
-        antecedents: parsed.rule.antecedents,
-        keys: parsed.rule.antecedents.map((a) => predKey(a.neg, a.atom[0] as string)),
-        consequent: parsed.rule.consequent,
-      };
+      const rule: CompiledRule = compileRule(parsed.rule);
       for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx);
       return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
     }
@@ -618,47 +615,52 @@ export class Engine {
     if (!rules) return;
     for (const { rule, i } of rules) {
       if (rule.label === OUT) continue;
-      const b = matchTerm(rule.rule!.antecedents[i]!.atom, n.atom, {});
-      if (!b) continue;
-      const ants: Node[] = new Array(rule.rule!.antecedents.length);
+      const r = rule.rule!;
+      const slots: (Term | undefined)[] = new Array(r.slots);
+      const trail: number[] = [];
+      if (!matchPat(r.lits[i]!.pat, n.atom, slots, trail)) continue;
+      const ants: Node[] = new Array(r.lits.length);
       ants[i] = n;
-      this.join(rule, 0, i, b, ants, region, conclude);
+      this.join(rule, 0, i, slots, trail, ants, region, conclude);
     }
   }
 
   private fireRule(r: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
-    const ants: Node[] = new Array(r.rule!.antecedents.length);
-    this.join(r, 0, -1, {}, ants, region, conclude);
+    const ants: Node[] = new Array(r.rule!.lits.length);
+    this.join(r, 0, -1, new Array(r.rule!.slots), [], ants, region, conclude);
   }
 
   /** Join antecedent `k` onward (skipping `fixed`) against established nodes. */
-  private join(r: Node, k: number, fixed: number, b: Bindings, ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private join(r: Node, k: number, fixed: number, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
     if (this.bounded) return;
     const rule = r.rule!;
-    if (k === rule.antecedents.length) {
-      this.fire(r, ants, b, region, conclude);
+    if (k === rule.lits.length) {
+      this.fire(r, ants, slots, region, conclude);
       return;
     }
     if (k === fixed) {
-      this.join(r, k + 1, fixed, b, ants, region, conclude);
+      this.join(r, k + 1, fixed, slots, trail, ants, region, conclude);
       return;
     }
-    const lit = rule.antecedents[k]!;
-    const pattern = substitute(lit.atom, b) as List;
-    for (const c of this.index.candidates(rule.keys[k]!, pattern)) {
+    const lit = rule.lits[k]!;
+    const argKeys: (string | undefined)[] = new Array(lit.pat.length);
+    for (let i = 1; i < lit.pat.length; i++) argKeys[i] = argKeyOf(lit.pat[i]!, slots);
+    for (const c of this.index.candidatesByArgs(lit.key, argKeys)) {
       if (c.label === OUT) continue;
-      const b2 = matchTerm(lit.atom, c.atom, b);
-      if (!b2) continue;
-      ants[k] = c;
-      this.join(r, k + 1, fixed, b2, ants, region, conclude);
+      const mark = trail.length;
+      if (matchPat(lit.pat, c.atom, slots, trail)) {
+        ants[k] = c;
+        this.join(r, k + 1, fixed, slots, trail, ants, region, conclude);
+      }
+      undo(slots, trail, mark);
     }
   }
 
-  private fire(r: Node, antsIn: Node[], b: Bindings, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fire(r: Node, antsIn: Node[], slots: (Term | undefined)[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
     const ants = antsIn.slice();
     let sameCtx = true;
     for (const a of ants) if (a.ctx !== r.ctx) sameCtx = false;
-    const places = sameCtx ? [r.ctx] : this.topology.placement([r.ctx, ...ants.map((a) => a.ctx)]);
+    const places = sameCtx ? this.single(r.ctx) : this.topology.placement([r.ctx, ...ants.map((a) => a.ctx)]);
     if (places.length === 0) return;
     let depth = 0;
     let strength: Label = IN_MONO;
@@ -672,7 +674,7 @@ export class Engine {
       return;
     }
     const cons = r.rule!.consequent;
-    const atom = substitute(cons.atom, b) as List;
+    const atom = instantiate(r.rule!.head.pat, slots) as List;
     const akey = printTerm(atom);
     const masked = this.index.predSize("except") > 0;
     for (const ctx of places) {
@@ -699,6 +701,14 @@ export class Engine {
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
       conclude(c, strength);
     }
+  }
+
+  private readonly singles = new Map<string, readonly string[]>();
+  /** A shared one-element placement list per context (no allocation per firing). */
+  private single(ctx: string): readonly string[] {
+    let s = this.singles.get(ctx);
+    if (!s) this.singles.set(ctx, (s = [ctx]));
+    return s;
   }
 
   private unlinkDeps(j: Justification): void {
@@ -755,7 +765,7 @@ export class Engine {
       if (text.startsWith("(implies ")) {
         const parsed = sentenceShape(parseTerm(text, unlimited));
         if (parsed.kind !== "rule") continue;
-        rule = { antecedents: parsed.rule.antecedents, keys: parsed.rule.antecedents.map((a) => predKey(a.neg, a.atom[0] as string)), consequent: parsed.rule.consequent };
+        rule = compileRule(parsed.rule);
         atom = parsed.term;
         akey = text;
       } else {

@@ -9,11 +9,13 @@ import { type Node, nodePredKey } from "./node.js";
 
 type Bucket = Node | Node[];
 
-function bucketAdd<K>(map: Map<K, Bucket>, key: K, n: Node): void {
+/** Add n under key; returns the bucket as it was before (undefined when new). */
+function bucketAdd<K>(map: Map<K, Bucket>, key: K, n: Node): Bucket | undefined {
   const b = map.get(key);
   if (b === undefined) map.set(key, n);
   else if (Array.isArray(b)) b.push(n);
   else map.set(key, [b, n]);
+  return b;
 }
 
 function bucketRemove<K>(map: Map<K, Bucket>, key: K, n: Node): void {
@@ -38,9 +40,25 @@ function bucketList(b: Bucket | undefined): readonly Node[] {
 
 const argKey = (t: Term): string => (typeof t === "string" ? t : printTerm(t));
 
+/**
+ * One predicate's nodes. There is no separate "all" set: a full scan walks the first
+ * argument's buckets (or `nullary` for a predicate used without arguments), which saves a
+ * set entry per sentex.
+ */
 class PredIndex {
-  readonly all = new Set<Node>();
+  count = 0;
   readonly args: Map<string, Bucket>[] = [];
+  readonly nullary = new Set<Node>();
+
+  *all(): IterableIterator<Node> {
+    yield* this.nullary;
+    const first = this.args[1];
+    if (!first) return;
+    for (const b of first.values()) {
+      if (Array.isArray(b)) yield* b;
+      else yield b;
+    }
+  }
 }
 
 /**
@@ -91,13 +109,14 @@ export class MemIndex {
 
   add(n: Node): void {
     this.byHandle.set(n.h, n);
-    bucketAdd(this.byAtom, n.akey, n);
-    if (this.bucketHasOpposite(n)) this.opposed.add(n.akey);
+    const before = bucketAdd(this.byAtom, n.akey, n);
+    if (before !== undefined && this.bucketHasOpposite(n)) this.opposed.add(n.akey);
     if (n.rule) return; // rules are found through the rule index, never matched as facts
     const key = nodePredKey(n);
     let p = this.preds.get(key);
     if (!p) this.preds.set(key, (p = new PredIndex()));
-    p.all.add(n);
+    p.count++;
+    if (n.atom.length === 1) p.nullary.add(n);
     for (let i = 1; i < n.atom.length; i++) {
       let m = p.args[i];
       if (!m) p.args[i] = m = new Map();
@@ -114,7 +133,8 @@ export class MemIndex {
     if (n.rule) return;
     const p = this.preds.get(nodePredKey(n));
     if (!p) return;
-    p.all.delete(n);
+    p.count--;
+    if (n.atom.length === 1) p.nullary.delete(n);
     for (let i = 1; i < n.atom.length; i++) {
       const arg = n.atom[i]!;
       const m = p.args[i];
@@ -188,12 +208,30 @@ export class MemIndex {
       if (!best || b.length < best.length) best = b;
       if (best.length <= 1) break;
     }
-    return best ?? p.all;
+    return best ?? p.all();
+  }
+
+  /**
+   * Candidates given the index keys of the bound arguments (`argKeys[i]` for position i,
+   * undefined when free): the smallest bucket, else every node of the predicate.
+   */
+  candidatesByArgs(key: string, argKeys: readonly (string | undefined)[]): Iterable<Node> {
+    const p = this.preds.get(key);
+    if (!p) return EMPTY;
+    let best: readonly Node[] | undefined;
+    for (let i = 1; i < argKeys.length; i++) {
+      const k = argKeys[i];
+      if (k === undefined) continue;
+      const b = bucketList(p.args[i]?.get(k));
+      if (!best || b.length < best.length) best = b;
+      if (best.length <= 1) break;
+    }
+    return best ?? p.all();
   }
 
   /** Count of stored nodes under a predicate key (for join ordering). */
   predSize(key: string): number {
-    return this.preds.get(key)?.all.size ?? 0;
+    return this.preds.get(key)?.count ?? 0;
   }
 }
 

@@ -3,7 +3,8 @@
  * Kept deliberately small: a KB holds millions of these.
  */
 import type { List } from "./term.js";
-import type { Literal } from "./sentence.js";
+import type { CompiledRule } from "./compiled.js";
+export type { CompiledRule } from "./compiled.js";
 
 /** Belief label: OUT, IN at default strength, IN at monotonic strength. */
 export const OUT = 0;
@@ -13,13 +14,6 @@ export type Label = 0 | 1 | 2;
 
 /** Premise mark: not a premise (derived only), a default premise, a monotonic premise. */
 export type PremiseMark = 0 | 1 | 2;
-
-export interface CompiledRule {
-  antecedents: Literal[];
-  /** predKey of each antecedent (see predKey). */
-  keys: string[];
-  consequent: Literal;
-}
 
 export interface Node {
   readonly h: number;
