@@ -9,6 +9,9 @@
 import { KbError } from "./errors.js";
 import type { Kb } from "./kb.js";
 import { contextFor, agentFor } from "./identity.js";
+import { parseTerm } from "./term.js";
+
+const REGISTRY_CONTEXT = "CxRegistry";
 
 /** Does `agent` believe `goal`? With variables: the binding maps under which it does. */
 export function believes(kb: Kb, agent: string, goal: string): { believed: boolean; solutions: Record<string, string>[] } {
@@ -23,12 +26,18 @@ export async function convene(kb: Kb, ctx: string, agents: string[]): Promise<st
   return ctx;
 }
 
-/** Agents whose own context `ctx` sees (itself excluded). */
+/**
+ * Registered agents (`(agent A)` in CxRegistry) whose own context `ctx` sees (itself
+ * excluded). Every context name maps to an agent-shaped id (CxCore -> AgentCore), so the
+ * registry decides who is an agent: without it, the vocabulary contexts in every cone
+ * (CxCore, CxSpeechActs, a house-rules context) were counted as convened agents.
+ */
 export function convenedAgents(kb: Kb, ctx: string): string[] {
+  const registered = new Set(kb.match("(agent ?a)", REGISTRY_CONTEXT).map((r) => (parseTerm(r.sentence) as string[])[1]!));
   const out: string[] = [];
   for (const c of kb.cone(ctx)) {
     const a = c === ctx ? undefined : agentFor(c);
-    if (a) out.push(a);
+    if (a && registered.has(a)) out.push(a);
   }
   return out.sort();
 }
