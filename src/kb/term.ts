@@ -155,12 +155,10 @@ function atomOf(token: string, at: number): Atom {
 /** Canonical text: one space between items, no space inside parens, atoms canonical. */
 export function printTerm(t: Term): string {
   if (typeof t === "string") return t;
-  let out = "(";
-  for (let i = 0; i < t.length; i++) {
-    if (i > 0) out += " ";
-    out += printTerm(t[i]!);
-  }
-  return out + ")";
+  // join builds a flat string: it hashes and compares faster as a map key than a rope of +=.
+  const parts: string[] = new Array(t.length);
+  for (let i = 0; i < t.length; i++) parts[i] = printTerm(t[i]!);
+  return "(" + parts.join(" ") + ")";
 }
 
 /** Parse then print: the canonical text of any accepted sentence text. */
