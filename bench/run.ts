@@ -6,6 +6,7 @@
 const suites: Record<string, () => Promise<void>> = {
   kb: async () => (await import("./kb.js")).run(),
   wire: async () => (await import("./wire.js")).run(),
+  channel: async () => (await import("./channel.js")).run(),
   rules: async () => (await import("./rules.js")).run(),
 };
 
