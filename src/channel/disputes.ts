@@ -105,7 +105,7 @@ export interface DisputeChange {
   id: string;
   from: DisputeState | undefined;
   to: DisputeState;
-  /** The seq of the event that moved it. */
+  /** The seq of the event after which the change was read (the two feeds interleave, so not always the moving one). */
   seq: number;
 }
 
@@ -119,7 +119,8 @@ export interface DisputeWatch {
  * Watch the lifecycle of the disputes `context` (default: the channel) sees through the
  * ordinary feed: one subscription on the context's cone (sides entering and leaving belief,
  * rulings) and one on CxDisputes (the marks); after each event the disputes are read again
- * and every change of state is handed to `onChange`, in seq order. A dispute that leaves the
+ * and every change of state is handed to `onChange`, one at a time. A state that lasts less
+ * than one read (rule() ends the episode just before its ruling lands) may be skipped. A dispute that leaves the
  * view is reported `resolved` (ruled, a side retracted, or quarantined from the channel).
  */
 export async function watchDisputes(
