@@ -182,9 +182,14 @@ export class FeedHub {
     this.hooks.onEvent?.(ev.seq);
     if (this.subs.size === 0) return;
     const view = new EventView(ev);
+    // Subscriptions with the same goal and context share one filtered event (and so one
+    // serialization, see sse()).
+    const shared = new Map<string, WireEvent | null>();
     let lost = 0;
     for (const sub of this.subs.values()) {
-      const f = filterEvent(sub.watch, view, this.sees);
+      const key = `${sub.watch.goal ?? ""}\u0000${sub.watch.context ?? ""}`;
+      let f = shared.get(key);
+      if (f === undefined) shared.set(key, (f = filterEvent(sub.watch, view, this.sees)));
       if (f && sub.push(f)) lost++;
     }
     if (lost) this.hooks.onLost?.(lost);
@@ -304,7 +309,7 @@ export class FeedHub {
         const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
         let ok = true;
         if (answer.lagged > 0) ok = sink.write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
-        for (const e of answer.events) ok = sink.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`) && ok;
+        for (const e of answer.events) ok = sink.write(sseFrame(e)) && ok;
         // Acknowledge only what was written; a reconnect re-reads after its Last-Event-ID
         // (the durable log backs what the ring let go).
         if (answer.events.length > 0) cursor = sub.answeredSeq = answer.events[answer.events.length - 1]!.seq;
@@ -425,6 +430,14 @@ export class FeedHub {
     const full = events.length === limit;
     return { events, cursor: full ? events[events.length - 1]!.seq : this.published, lagged };
   }
+}
+
+/** One SSE frame per event object, serialized once however many streams carry it. */
+const frames = new WeakMap<WireEvent, string>();
+function sseFrame(e: WireEvent): string {
+  let f = frames.get(e);
+  if (f === undefined) frames.set(e, (f = `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`));
+  return f;
 }
 
 function unknownSubscription(): FeedError {
