@@ -11,6 +11,10 @@
 #   before the 250 reply; a copy goes to the sender's Sent folder in the same LMTP
 #   transaction (sender+Sent@, lmtp_save_to_detail_mailbox) unless the sender's local part
 #   starts with "nosent" (a server that does not file submissions, like Stalwart).
+#   Cyrus IMAP 3.6 (Debian's cyrus-imapd, cyrus-caldav for httpd with JMAP), a throwaway
+#   instance under $KOINII_CYRUS_DIR (default /var/lib/koinii-cyrus): IMAP and JMAP (HTTP,
+#   no TLS) on 127.0.0.1, users in a sasldb (tests add theirs with saslpasswd2), mailboxes
+#   autocreated on first login with a \Sent folder.
 #
 # Leaves both running, prints what it started, and writes the connection details to
 # .ci/services/mail.env (tests read that file, or the same defaults).
@@ -22,16 +26,26 @@ IMAP_PORT=${KOINII_MAIL_IMAP_PORT:-10143}
 LMTP_PORT=${KOINII_MAIL_LMTP_PORT:-10024}
 SMTP_PORT=${KOINII_MAIL_SMTP_PORT:-10587}
 DOMAIN=koinii.test
+CYRUS_DIR=${KOINII_CYRUS_DIR:-/var/lib/koinii-cyrus}
+CYRUS_IMAP_PORT=${KOINII_CYRUS_IMAP_PORT:-11143}
+CYRUS_HTTP_PORT=${KOINII_CYRUS_HTTP_PORT:-11080}
+CYRUS_LMTP_PORT=${KOINII_CYRUS_LMTP_PORT:-11024}
 CONF=$DIR/dovecot.conf
 USERS=$DIR/users.d
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-if ! command -v dovecot >/dev/null || ! dpkg -s dovecot-imapd dovecot-lmtpd >/dev/null 2>&1; then
-  echo "mail.sh: installing dovecot-imapd dovecot-lmtpd"
+# cyrus-imapd Conflicts with dovecot-imapd (both provide imap-server), so it is not installed:
+# its imapd binary is unpacked from the .deb into $CYRUS_DIR/bin (below). httpd (JMAP) is in
+# cyrus-caldav, master and lmtpd in cyrus-common.
+PKGS="dovecot-imapd dovecot-lmtpd cyrus-common cyrus-caldav sasl2-bin"
+# shellcheck disable=SC2086
+if ! dpkg -s $PKGS >/dev/null 2>&1; then
+  echo "mail.sh: installing $PKGS"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends dovecot-imapd dovecot-lmtpd >/dev/null
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
 fi
 # Debian's own instance is not used; stop it if the package's scripts started one.
 if [ -f /run/dovecot/master.pid ] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
@@ -129,11 +143,70 @@ if ! port_open "$SMTP_PORT"; then
   echo "mail.sh: started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
 fi
 
+# ---- Cyrus (JMAP)
+mkdir -p "$CYRUS_DIR/conf" "$CYRUS_DIR/spool" "$CYRUS_DIR/run" "$CYRUS_DIR/bin"
+if [ ! -x "$CYRUS_DIR/bin/imapd" ]; then
+  ver=$(dpkg-query -W -f '${Version}' cyrus-common)
+  tmp=$(mktemp -d) && chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download -qq "cyrus-imapd=$ver" >/dev/null && dpkg -x cyrus-imapd_*.deb x)
+  cp "$tmp/x/usr/lib/cyrus/bin/imapd" "$CYRUS_DIR/bin/imapd"
+  rm -rf "$tmp"
+fi
+cat > "$CYRUS_DIR/imapd.conf.new" <<CONF
+configdirectory: $CYRUS_DIR/conf
+partition-default: $CYRUS_DIR/spool
+admins: cyrus
+sasl_pwcheck_method: auxprop
+sasl_auxprop_plugin: sasldb
+sasl_sasldb_path: $CYRUS_DIR/sasldb2
+sasl_mech_list: PLAIN LOGIN
+allowplaintext: yes
+httpmodules: jmap
+httpallowcompress: no
+conversations: yes
+conversations_db: twoskip
+unixhierarchysep: yes
+altnamespace: yes
+autocreate_post: yes
+autocreate_quota: 0
+autocreate_inbox_folders: Sent
+autocreate_specialuse_folders: Sent
+xlist-sent: Sent
+idlesocket: $CYRUS_DIR/run/idle
+lmtpsocket: $CYRUS_DIR/run/lmtp
+notifysocket: $CYRUS_DIR/run/notify
+syslog_prefix: koinii-cyrus
+CONF
+cat > "$CYRUS_DIR/cyrus.conf.new" <<CONF
+START {
+  recover cmd="ctl_cyrusdb -r -C $CYRUS_DIR/imapd.conf"
+}
+SERVICES {
+  imap cmd="$CYRUS_DIR/bin/imapd -C $CYRUS_DIR/imapd.conf" listen="127.0.0.1:$CYRUS_IMAP_PORT" prefork=0
+  http cmd="httpd -C $CYRUS_DIR/imapd.conf" listen="127.0.0.1:$CYRUS_HTTP_PORT" prefork=0
+  lmtp cmd="lmtpd -C $CYRUS_DIR/imapd.conf -a" listen="127.0.0.1:$CYRUS_LMTP_PORT" prefork=0
+}
+EVENTS {
+  checkpoint cmd="ctl_cyrusdb -c -C $CYRUS_DIR/imapd.conf" period=30
+}
+CONF
+cyrus_changed=0
+for f in imapd.conf cyrus.conf; do
+  if ! cmp -s "$CYRUS_DIR/$f.new" "$CYRUS_DIR/$f" 2>/dev/null; then mv "$CYRUS_DIR/$f.new" "$CYRUS_DIR/$f"; cyrus_changed=1; else rm -f "$CYRUS_DIR/$f.new"; fi
+done
+[ -f "$CYRUS_DIR/sasldb2" ] || echo "bob-pass" | saslpasswd2 -f "$CYRUS_DIR/sasldb2" -p -c bob
+chown -R cyrus:mail "$CYRUS_DIR"
+if [ $cyrus_changed = 1 ] && [ -f "$CYRUS_DIR/run/master.pid" ]; then kill "$(cat "$CYRUS_DIR/run/master.pid")" 2>/dev/null || true; sleep 1; fi
+if ! port_open "$CYRUS_IMAP_PORT" || ! port_open "$CYRUS_HTTP_PORT"; then
+  /usr/lib/cyrus/bin/master -C "$CYRUS_DIR/imapd.conf" -M "$CYRUS_DIR/cyrus.conf" -p "$CYRUS_DIR/run/master.pid" -d
+  echo "mail.sh: started Cyrus (pid $(cat "$CYRUS_DIR/run/master.pid" 2>/dev/null || echo '?')), IMAP 127.0.0.1:$CYRUS_IMAP_PORT, JMAP http://127.0.0.1:$CYRUS_HTTP_PORT/jmap, config $CYRUS_DIR/imapd.conf"
+fi
+
 for i in $(seq 1 100); do
-  if port_open "$IMAP_PORT" && port_open "$LMTP_PORT" && port_open "$SMTP_PORT"; then break; fi
+  if port_open "$IMAP_PORT" && port_open "$LMTP_PORT" && port_open "$SMTP_PORT" && port_open "$CYRUS_IMAP_PORT" && port_open "$CYRUS_HTTP_PORT"; then break; fi
   sleep 0.1
 done
-for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT"; do
+for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT" "$CYRUS_IMAP_PORT" "$CYRUS_HTTP_PORT"; do
   port_open "$p" || { echo "mail.sh: port $p is not listening" >&2; tail -n 20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
 done
 
@@ -146,5 +219,8 @@ KOINII_MAIL_SMTP_PORT=$SMTP_PORT
 KOINII_MAIL_DOMAIN=$DOMAIN
 KOINII_MAIL_USERS_DIR=$USERS
 KOINII_MAIL_DOVECOT_CONF=$CONF
+KOINII_CYRUS_IMAP_PORT=$CYRUS_IMAP_PORT
+KOINII_CYRUS_HTTP_PORT=$CYRUS_HTTP_PORT
+KOINII_CYRUS_SASLDB=$CYRUS_DIR/sasldb2
 ENV
 echo "mail.sh: ready; connection details in .ci/services/mail.env"

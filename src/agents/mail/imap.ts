@@ -283,6 +283,8 @@ export interface ImapSyncOptions {
 }
 
 const uidsOf = (r: number[] | false | undefined) => (Array.isArray(r) ? r : []);
+/** \Recent is per session (RFC 3501; gone in IMAP4rev2): not a fact about the message. */
+const flagsOf = (m: FetchMessageObject) => [...(m.flags ?? [])].filter((f) => f !== "\\Recent");
 
 /**
  * Sync one IMAP account, read-only. Never throws: a failure (login, network, guard) is an
@@ -328,7 +330,7 @@ export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyn
           if (!m) continue; // expunged between SEARCH and FETCH
           const old = known.get(`${path}\u0000${validity}:${uid}`);
           if (old) {
-            refs.push(refreshFlags(old, [...(m.flags ?? [])], syncedAt));
+            refs.push(refreshFlags(old, flagsOf(m), syncedAt));
             reused += 1;
           } else fresh.push(uid);
         }
@@ -346,7 +348,7 @@ export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyn
                 role,
                 server_id: `${validity}:${m.uid}`,
                 uid: m.uid,
-                flags: [...(m.flags ?? [])],
+                flags: flagsOf(m),
                 internal_date: idate,
                 synced_at: syncedAt,
                 trusted_authserv_ids: opts.trustedAuthservIds,

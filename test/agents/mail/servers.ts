@@ -19,6 +19,9 @@ export interface MailEnv {
   domain: string;
   usersDir: string;
   dovecotConf: string;
+  cyrusImapPort: number;
+  cyrusHttpPort: number;
+  cyrusSasldb: string;
 }
 
 function readEnvFile(): Record<string, string> {
@@ -42,6 +45,9 @@ export function mailEnv(): MailEnv {
     domain: f.KOINII_MAIL_DOMAIN ?? "koinii.test",
     usersDir: f.KOINII_MAIL_USERS_DIR ?? "/var/lib/koinii-mail/users.d",
     dovecotConf: f.KOINII_MAIL_DOVECOT_CONF ?? "/var/lib/koinii-mail/dovecot.conf",
+    cyrusImapPort: Number(f.KOINII_CYRUS_IMAP_PORT ?? 11143),
+    cyrusHttpPort: Number(f.KOINII_CYRUS_HTTP_PORT ?? 11080),
+    cyrusSasldb: f.KOINII_CYRUS_SASLDB ?? "/var/lib/koinii-cyrus/sasldb2",
   };
 }
 
@@ -56,7 +62,7 @@ function listening(port: number, host = "127.0.0.1"): Promise<boolean> {
 /** Start the servers through mail.sh unless all three ports answer. Throws if they cannot be started. */
 export async function ensureMailServers(): Promise<MailEnv> {
   let env = mailEnv();
-  const up = async () => (await Promise.all([env.imapPort, env.smtpPort, env.lmtpPort].map((p) => listening(p, env.host)))).every(Boolean);
+  const up = async () => (await Promise.all([env.imapPort, env.smtpPort, env.lmtpPort, env.cyrusImapPort, env.cyrusHttpPort].map((p) => listening(p, env.host)))).every(Boolean);
   if (!(await up()) || !existsSync(env.dovecotConf)) {
     const out = execFileSync("bash", [`${ROOT}.ci/services/mail.sh`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     process.stdout.write(out);
@@ -79,9 +85,17 @@ export function freshUser(env: MailEnv, prefix = "u"): TestUser {
   return { user, pass };
 }
 
+/** A new Cyrus user (sasldb); Cyrus creates its INBOX and Sent on first login. */
+export function freshCyrusUser(env: MailEnv, prefix = "c"): TestUser {
+  const user = `${prefix}${randomBytes(5).toString("hex")}`;
+  const pass = randomBytes(9).toString("base64url");
+  execFileSync("saslpasswd2", ["-f", env.cyrusSasldb, "-p", "-c", user], { input: pass });
+  return { user, pass };
+}
+
 /** An unguarded client: the administrator's hand that builds mailboxes (APPEND, STORE). */
-export async function adminImap(env: MailEnv, u: TestUser): Promise<ImapFlow> {
-  const c = new ImapFlow({ host: env.host, port: env.imapPort, secure: false, doSTARTTLS: false, auth: { user: u.user, pass: u.pass }, logger: false, disableAutoIdle: true });
+export async function adminImap(env: MailEnv, u: TestUser, port = env.imapPort): Promise<ImapFlow> {
+  const c = new ImapFlow({ host: env.host, port, secure: false, doSTARTTLS: false, auth: { user: u.user, pass: u.pass }, logger: false, disableAutoIdle: true });
   c.on("error", () => {});
   await c.connect();
   return c;
