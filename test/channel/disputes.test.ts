@@ -158,16 +158,26 @@ describe.each<MediumKind>(["local", "wire"])("disputes over %s", (kind) => {
     try {
       const dan = await join(r.medium, "CxApartment", "AgentDan");
       const edge = await dispute(dan, p); // Dan disputes Ava's claim: (contested (sentexHandle p)) is derived
+      // watchDisputes re-reads the state after each event: the test waits for each state before
+      // the next step, as a reader faster than the writes would see them.
+      const reaches = (state: string) => eventually(() => watch.states.get(id), (s) => s === state);
       await notifyDisputes(cal);
+      await reaches("notified");
       await sweepStale(cal, { staleTimeoutMs: 0 });
+      await reaches("stale");
       const { ruling } = await rule(cal, id, NOT_P);
+      await eventually(() => watch.states.has(id), (has) => !has); // resolved: gone from the channel's view
       await retract(cal, ruling);
+      await reaches("open");
       await retract(dan, edge);
       // The transitions of the first dispute; "open" after "resolved" is the retracted ruling reopening it.
       const mine = await eventually(
+
         () => changes.filter((c) => c.id === id).map((c) => c.to),
         (m) => m.includes("resolved") && m.lastIndexOf("open") > m.indexOf("resolved"),
-      );
+      ).catch((e) => {
+        throw new Error(`${(e as Error).message}: ${JSON.stringify(changes)} errors ${String(errors)}`);
+      });
       await eventually(() => contested.length, (n) => n >= 2);
       await eventually(() => marks.length, (n) => n >= 3);
       await eventually(() => rulings.length, (n) => n >= 1);

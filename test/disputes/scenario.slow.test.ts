@@ -109,6 +109,7 @@ describe("issue 6 scenario: should the flat adopt a dog?", () => {
       expect(await admin.whoRuled(won.ruling!)).toMatchObject({ arbiter: "AgentMajority", disputeIds: [id] });
       expect(await admin.sentex(won.ruling!)).toMatchObject({ sentence: P, context: "CxMajority", strength: "monotonic", creator: "AgentMajority" });
       expect((await admin.disputeState(id)).state).toBe("resolved");
+      await eventually(() => watch!.states.has(id), (has) => !has); // the subscriber saw it leave the channel's view
       expect((await run("AgentBen", "disputes")).disputes).toEqual([]);
       expect(await admin.sentex(notP)).toMatchObject({ sentence: NOT_P, believed: false });
       expect((await admin.query(NOT_P, "CxApartment")).solutions).toEqual([]);
