@@ -20,6 +20,9 @@
 # .ci/services/mail.env (tests read that file, or the same defaults).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Test suites may start this concurrently (ensureMailServers): one at a time.
+exec 9>/var/lock/koinii-mail.lock
+flock 9
 REPO=$(pwd)
 DIR=${KOINII_MAIL_DIR:-/var/lib/koinii-mail}
 IMAP_PORT=${KOINII_MAIL_IMAP_PORT:-10143}
@@ -128,17 +131,19 @@ if ! cmp -s "$CONF.new" "$CONF" 2>/dev/null; then mv "$CONF.new" "$CONF"; change
 
 # Liveness is judged by the ports (a killed process can linger as a zombie and pass kill -0).
 if port_open "$IMAP_PORT" && port_open "$LMTP_PORT"; then
-  if [ $changed = 1 ]; then dovecot -c "$CONF" reload; echo "mail.sh: dovecot reloaded ($CONF)"; sleep 1; fi
+  if [ $changed = 1 ]; then dovecot -c "$CONF" reload 9>&- </dev/null >/dev/null; echo "mail.sh: dovecot reloaded ($CONF)"; sleep 1; fi
 else
   dovecot -c "$CONF" stop 2>/dev/null || true
-  dovecot -c "$CONF"
+  # Daemons get neither the lock (fd 9) nor the caller's stdout/stderr: a caller that waits
+  # for the output to close (execFileSync in the tests) would otherwise wait forever.
+  dovecot -c "$CONF" 9>&- </dev/null >>"$DIR/start.log" 2>&1 || { cat "$DIR/start.log" >&2; exit 1; }
   echo "mail.sh: started dovecot (pid $(cat "$DIR/run/master.pid")), IMAP 127.0.0.1:$IMAP_PORT, LMTP 127.0.0.1:$LMTP_PORT, config $CONF, log $DIR/dovecot.log"
 fi
 
 SMTP_PID=$DIR/smtp-submission.pid
 if ! port_open "$SMTP_PORT"; then
   KOINII_MAIL_USERS_DIR=$USERS KOINII_MAIL_SMTP_PORT=$SMTP_PORT KOINII_MAIL_LMTP_PORT=$LMTP_PORT \
-    setsid nohup node "$REPO/.ci/services/smtp-submission.mjs" >"$DIR/smtp-submission.log" 2>&1 </dev/null &
+    setsid nohup node "$REPO/.ci/services/smtp-submission.mjs" 9>&- >"$DIR/smtp-submission.log" 2>&1 </dev/null &
   echo $! > "$SMTP_PID"
   echo "mail.sh: started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
 fi
@@ -198,7 +203,8 @@ done
 chown -R cyrus:mail "$CYRUS_DIR"
 if [ $cyrus_changed = 1 ] && [ -f "$CYRUS_DIR/run/master.pid" ]; then kill "$(cat "$CYRUS_DIR/run/master.pid")" 2>/dev/null || true; sleep 1; fi
 if ! port_open "$CYRUS_IMAP_PORT" || ! port_open "$CYRUS_HTTP_PORT"; then
-  /usr/lib/cyrus/bin/master -C "$CYRUS_DIR/imapd.conf" -M "$CYRUS_DIR/cyrus.conf" -p "$CYRUS_DIR/run/master.pid" -d
+  /usr/lib/cyrus/bin/master -C "$CYRUS_DIR/imapd.conf" -M "$CYRUS_DIR/cyrus.conf" -p "$CYRUS_DIR/run/master.pid" -d 9>&- </dev/null >>"$CYRUS_DIR/start.log" 2>&1 || { cat "$CYRUS_DIR/start.log" >&2; exit 1; }
+  sleep 0.5
   echo "mail.sh: started Cyrus (pid $(cat "$CYRUS_DIR/run/master.pid" 2>/dev/null || echo '?')), IMAP 127.0.0.1:$CYRUS_IMAP_PORT, JMAP http://127.0.0.1:$CYRUS_HTTP_PORT/jmap, config $CYRUS_DIR/imapd.conf"
 fi
 
