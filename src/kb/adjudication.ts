@@ -23,7 +23,7 @@ import { OUT, type Node } from "./node.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
 import { contextFor, agentFor, isAgentId } from "./identity.js";
-import { type Dispute, disputesIn, disputeHandles, disputeKey, disputeTerm, markNotified, markStale, reopen, negation } from "./disputes.js";
+import { type Dispute, disputesIn, disputeHandles, disputeKey, disputeTerm, markNotified, markStale, markHandles, negation } from "./disputes.js";
 
 export const MAJORITY_ARBITER = "AgentMajority";
 export const DEFAULT_STALE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -150,9 +150,10 @@ export async function rule(kb: Kb, arbiter: string, id: string, upheld: string, 
       { sentence: `(genlCx ${ctx} CxSpeechActs)`, context: "CxUniverse", strength: "monotonic" },
     ],
   });
-  await reopen(kb, key); // the episode ends with the ruling
   const mine = marks.filter((m) => m.disputeId === key);
-  const remove: number[] = [];
+  // The episode ends with the ruling, in the same edit: no reader sees the marks gone
+  // without the ruling, and a refused ruling leaves them standing.
+  const remove: number[] = markHandles(kb, key);
   const withdrawn: number[] = [];
   for (const m of mine) {
     if (m.upheld === text) continue;

@@ -145,9 +145,14 @@ export async function markStale(kb: Kb, id: string, atMs: number, reason: string
   return (await kb.assert(`(disputeStale ${disputeTerm(id)} ${Math.trunc(atMs)} ${reason})`, DISPUTES_CONTEXT)).handle;
 }
 
+/** The handles of a dispute's stored marks (notified and stale). */
+export function markHandles(kb: Kb, id: string): number[] {
+  return [...marks(kb, "disputeNotified", id), ...marks(kb, "disputeStale", id)].map((r) => r.handle);
+}
+
 /** Retract every mark of a dispute (it is open again while the clash stands). Returns how many went. */
 export async function reopen(kb: Kb, id: string): Promise<number> {
-  const handles = [...marks(kb, "disputeNotified", id), ...marks(kb, "disputeStale", id)].map((r) => r.handle);
+  const handles = markHandles(kb, id);
   if (handles.length) await kb.edit({ remove: handles });
   return handles.length;
 }
