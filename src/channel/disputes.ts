@@ -120,7 +120,7 @@ export interface DisputeWatch {
  * ordinary feed: one subscription on the context's cone (sides entering and leaving belief,
  * rulings) and one on CxDisputes (the marks); after each event the disputes are read again
  * and every change of state is handed to `onChange`, one at a time. A state that lasts less
- * than one read (rule() ends the episode just before its ruling lands) may be skipped. A dispute that leaves the
+ * than one read (the writes outrun the reader) may be skipped. A dispute that leaves the
  * view is reported `resolved` (ruled, a side retracted, or quarantined from the channel).
  */
 export async function watchDisputes(

@@ -148,6 +148,9 @@ describe("the lifecycle: open -> notified -> stale -> resolved, marks stored in 
     expect(removed.filter((r) => r.startsWith("CxDisputes")).map((r) => r.split(" ").pop())).toEqual(["retracted", "retracted"]);
     expect(removed).toContain(`CxBen ${NOT_P} defeated`);
     expect(kb.sentex(notP)).toMatchObject({ believed: false });
+    // The ruling, the end of the episode (its marks) and the loser's defeat are ONE event.
+    const ruled = events.find((e) => e.added.some((a) => a.sentence.startsWith("(ruling ")))!;
+    expect(ruled.removed.map((r) => `${r.context} ${r.reason}`).sort()).toEqual(["CxBen defeated", "CxDisputes retracted", "CxDisputes retracted"]);
   });
 });
 
