@@ -7,11 +7,10 @@
  *   access.checkWrite(p, "CxAtlas", "(dog Muffet)");            // throws foreign-context / registry-forbidden
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { terms, type Kb } from "../kb/index.js";
+import { terms, contextFor, type Kb } from "../kb/index.js";
 import { WireError } from "./errors.js";
 
 export const REGISTRY_CONTEXT = "CxRegistry";
-const AGENT_ID_RE = /^Agent[A-Z][A-Za-z0-9]*$/;
 
 export type Posture = "open" | "admin-token";
 
@@ -25,12 +24,7 @@ export interface Principal {
 
 export const ADMIN: Principal = Object.freeze({ id: "admin", admin: true });
 
-/** An agent's own context: drop a leading `Agent`, prefix `Cx` (AgentAtlas -> CxAtlas). */
-export function contextFor(agentId: string): string {
-  return "Cx" + agentId.replace(/^Agent/, "");
-}
-
-export const isAgentId = (s: string): boolean => AGENT_ID_RE.test(s);
+export { contextFor, isAgentId } from "../kb/index.js";
 
 const sha256 = (s: string): Buffer => createHash("sha256").update(s, "utf8").digest();
 
