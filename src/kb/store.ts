@@ -115,7 +115,16 @@ export class Store {
       updateSentex: prep(k.updateTable("sentex").set({ premise: 0, creator: null, created_at: 0 }).where("handle", "=", 0).compile()),
       deleteSentex: prep(k.deleteFrom("sentex").where("handle", "=", 0).compile()),
       insertTombstone: prep(k.insertInto("tombstone").values({ handle: 0, reason: "", seq: 0 }).onConflict((oc) => oc.column("handle").doNothing()).compile()),
-      setMeta: prep(k.updateTable("meta").set({ value: 0 }).where("key", "=", "").compile()),
+      // Both counters in one statement: one row per key, each set from its own parameter.
+      setMeta: prep(
+        k
+          .updateTable("meta")
+          .set({ value: sql<number>`case key when 'next_handle' then ${0} else ${0} end` })
+          .where("key", "in", ["next_handle", "head_seq"])
+          .compile(),
+      ),
+      begin: db.prepare("BEGIN"),
+      commit: db.prepare("COMMIT"),
       insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "" }).compile()),
       readEvents: prep(k.selectFrom("event").select(["seq", "body"]).where("seq", ">", 0).orderBy("seq").limit(0).compile()),
       oldestEvent: prep(k.selectFrom("event").select((eb) => eb.fn.min("seq").as("seq")).compile()),
@@ -153,7 +162,7 @@ export class Store {
   begin(): void {
     if (this.failed) throw this.failed;
     if (this.inTx) return;
-    this.db.exec("BEGIN IMMEDIATE");
+    this.stmts.begin!.run(); // the daemon is the only writer: a deferred BEGIN takes the lock at the first insert
     this.inTx = true;
     setImmediate(() => this.commit());
   }
@@ -178,7 +187,7 @@ export class Store {
     this.afterCommit = [];
     try {
       this.flushMeta();
-      this.db.exec("COMMIT");
+      this.stmts.commit!.run();
       this.commits++;
     } catch (e) {
       // A failed commit leaves memory ahead of disk: stop accepting writes (fail-stop).
@@ -217,8 +226,7 @@ export class Store {
 
   private flushMeta(): void {
     if (!this.pendingMeta) return;
-    this.stmts.setMeta!.run(this.pendingMeta.nextHandle, "next_handle");
-    this.stmts.setMeta!.run(this.pendingMeta.headSeq, "head_seq");
+    this.stmts.setMeta!.run(this.pendingMeta.nextHandle, this.pendingMeta.headSeq, "next_handle", "head_seq");
     this.pendingMeta = undefined;
   }
 
