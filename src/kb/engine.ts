@@ -106,7 +106,13 @@ export class Engine {
   private readonly now: () => number;
 
   // Per-write state.
-  private before = new Map<Node, Label | -1>();
+  /**
+   * Nodes whose label this write may move, each with its label before the write in
+   * `n.before` (-1 = created by this write). A field on the node, not a map: a write can
+   * touch millions.
+   */
+  private touched: Node[] = [];
+  private writeNo = 0;
   private removalReason = new Map<Node, RemovalReason>();
   private created: Node[] = [];
   private updated = new Set<Node>();
@@ -394,10 +400,14 @@ export class Engine {
       just: null,
       deps: null,
       gone: false,
+      writeNo: 0,
+      before: -1,
     };
     this.index.add(n);
     if (rule) this.indexRule(n);
-    this.before.set(n, -1);
+    n.writeNo = this.writeNo;
+    n.before = -1;
+    this.touched.push(n);
     if (!reused) this.created.push(n);
     return n;
   }
@@ -426,8 +436,17 @@ export class Engine {
     });
   }
 
+  /** Remember n's label before this write (once per write). */
+  private touch(n: Node): void {
+    if (n.writeNo === this.writeNo) return;
+    n.writeNo = this.writeNo;
+    n.before = n.label;
+    this.touched.push(n);
+  }
+
   private beginWrite(seq: number): void {
-    this.before = new Map();
+    this.touched = [];
+    this.writeNo++;
     this.removalReason = new Map();
     this.created = [];
     this.updated = new Set();
@@ -441,8 +460,8 @@ export class Engine {
   private endWrite(addedHandles: number[], createdFlags: boolean[]): WriteOutcome {
     const beliefAdded: Node[] = [];
     const beliefRemoved: { node: Node; reason: RemovalReason }[] = [];
-    for (const [n, was] of this.before) {
-      const wasIn = was > 0;
+    for (const n of this.touched) {
+      const wasIn = n.before > 0;
       const isIn = !n.gone && n.label > 0;
       if (!wasIn && isIn) beliefAdded.push(n);
       else if (wasIn && !isIn) beliefRemoved.push({ node: n, reason: n.gone ? (this.removalReason.get(n) ?? "unsupported") : "defeated" });
@@ -467,7 +486,7 @@ export class Engine {
       beliefRemoved,
       bounded: this.bounded,
     };
-    this.before = new Map();
+    this.touched = [];
     this.removalReason = new Map();
     return out;
   }
@@ -483,7 +502,7 @@ export class Engine {
       this.topologyChanged = false;
     } else region = this.closure(seeds);
     for (;;) {
-      for (const n of region) if (!this.before.has(n)) this.before.set(n, n.label);
+      for (const n of region) this.touch(n);
       const widen = this.relabel(region);
       if (widen.size === 0) break;
       for (const n of widen) region.add(n);
@@ -780,7 +799,7 @@ export class Engine {
       const n: Node = {
         h: handle, ctx, neg, atom, akey, text, rule,
         premise, creator, createdAt, seq,
-        label: OUT, depth: 0, just: null, deps: null, gone: false,
+        label: OUT, depth: 0, just: null, deps: null, gone: false, writeNo: 0, before: -1,
       };
       this.index.add(n);
       if (rule) this.indexRule(n);

@@ -42,6 +42,10 @@ export interface Node {
   deps: Deps;
   /** True once the node has left the store. */
   gone: boolean;
+  /** The engine's write number that last recorded `before` (per-write bookkeeping). */
+  writeNo: number;
+  /** The label before that write; -1 when that write created the node. */
+  before: number;
 }
 
 export type Deps = Justification[] | Set<Justification> | null;
