@@ -267,6 +267,27 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     expect(await medium.match(`(answers AgentMail ?c (sentexHandle ${q}))`, "CxMail")).toHaveLength(1);
   });
 
+  it("a proposal counts for nothing until the operator confirms it (koinii mail confirm)", async () => {
+    const s = (await mail(["status", "--all", "--json"], { ok: true })).stdout;
+    const b = threadOf(s, "review").thread_id;
+    // A composer's proposal as sync --propose writes it: record + status Proposed, creator AgentMail.
+    const id = `c:${"ab".repeat(8)}`;
+    await medium.edit({
+      add: [
+        `(mailCommitmentOf (mailCommitment "${id}") (mailRef "t:Sent:2") (mailThread "${b}") "t" Them "${who("wendy")}" "review the draft" None None Model "test-composer")`,
+        `(mailCommitmentStatus (mailCommitment "${id}") Proposed None None)`,
+      ].map((sentence) => ({ sentence, context: "CxMail", creator: "AgentMail" })),
+    });
+    const before = JSON.parse((await mail(["status", "--owed", who("wendy"), "--json"], { ok: true })).stdout) as { commitments: unknown[] };
+    expect(before.commitments).toEqual([]);
+    const c = await mail(["confirm", id, "--by", "nick"], { ok: true });
+    expect(c.stdout).toContain(`${id} open (confirmed by nick): they owe ${who("wendy")}: review the draft`);
+    const after = JSON.parse((await mail(["status", "--owed", who("wendy"), "--json"], { ok: true })).stdout) as { commitments: { id: string; status: string; confirmed_by: unknown }[] };
+    expect(after.commitments).toMatchObject([{ id, status: "open", confirmed_by: { operator: "nick" } }]);
+    expect((await mail(["confirm", id])).code).toBe(1); // open cannot be confirmed again
+    expect(await medium.match(`(mailCommitmentStatus (mailCommitment "${id}") Open (byOperator "nick") None)`, "CxMail")).toHaveLength(1);
+  });
+
   it("the whole KB holds no body text and no credential after every step", () => {
     const bytes = kbBytes();
     for (const s of [SECRET_PHRASE, BODY_PHRASE, u.pass, "Here is the plan", "Tuesday works"]) expect(bytes).not.toContain(s);
