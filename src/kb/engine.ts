@@ -468,10 +468,11 @@ export class Engine {
     }
     beliefAdded.sort((a, b) => a.h - b.h);
     beliefRemoved.sort((a, b) => a.node.h - b.node.h);
-    const createdSet = new Set(this.created);
+    // Created by this write: its before-label is -1 for this write number.
+    const isNew = (n: Node) => n.writeNo === this.writeNo && n.before === -1;
     const created = this.created.filter((n) => !n.gone);
-    const deleted = this.deletedNodes.filter((d) => !createdSet.has(d.node));
-    const updated = [...this.updated].filter((n) => !n.gone && !createdSet.has(n));
+    const deleted = this.deletedNodes.filter((d) => !isNew(d.node));
+    const updated = [...this.updated].filter((n) => !n.gone && !isNew(n));
     const changed = created.length + updated.length + deleted.length + beliefAdded.length + beliefRemoved.length > 0;
     if (changed) this.headSeq = this.writeSeq; // else the write takes no seq
     const out: WriteOutcome = {

@@ -5,11 +5,16 @@
  *
  * Group commit (K8, K9): the first write of an event-loop turn opens a transaction; every
  * write of that turn appends to it; a `setImmediate` commits it, and only then are the
- * turn's writes answered and their events published. With durability `full` the commit
- * fsyncs the WAL (synchronous=FULL); with `normal` it survives a process kill but not a
- * power loss.
+ * turn's writes answered and their events published. With durability `normal` a group is
+ * answered at its COMMIT (it survives a process kill, not a power loss). With `full` the
+ * group is answered only after the WAL file is fsynced; that fsync runs on libuv's thread
+ * pool, off the event loop, so the writes arriving meanwhile gather into the next group
+ * (one fsync serves them all) instead of waiting behind a blocked loop. SQLite itself runs
+ * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
+ * each COMMIT is what makes an acknowledged write survive a power loss.
  */
 import Database from "better-sqlite3";
+import { openSync, fsync, fsyncSync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, type Migration, type MigrationProvider, sql, type Generated, type CompiledQuery } from "kysely";
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
@@ -85,6 +90,17 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+interface Group {
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
+  after: (() => void)[];
+}
+
+/** A durable group: publish its events, then answer its writers. */
+function release(g: Group): void {
+  for (const fn of g.after) fn();
+  for (const w of g.waiters) w.resolve();
+}
+
 export type RawRow = [handle: number, context: string, sentence: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
 
 export interface StoreMeta {
@@ -101,12 +117,19 @@ export class Store {
   private afterCommit: (() => void)[] = [];
   private failed: unknown;
   private pendingMeta: StoreMeta | undefined;
+  /** `full` durability: the WAL's file descriptor, fsynced after each COMMIT. */
+  private walFd: number | undefined;
+  /** Committed groups waiting for the next fsync, and the batch the running fsync covers. */
+  private unsynced: Group[] = [];
+  private syncing: Group[] | undefined;
+  private syncDone: Promise<void> | undefined;
   /** Commits so far (for metrics and tests). */
   commits = 0;
 
-  private constructor(db: Database.Database, kysely: Kysely<Schema>) {
+  private constructor(db: Database.Database, kysely: Kysely<Schema>, walPath: string | undefined) {
     this.db = db;
     this.kysely = kysely;
+    if (walPath) this.walFd = openSync(walPath, "r+");
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);
     const row = { handle: 0, context: "", sentence: "", premise: 0, creator: null, created_at: 0, seq: 0 };
@@ -139,12 +162,16 @@ export class Store {
   static async open(path: string, durability: Durability): Promise<Store> {
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
-    db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
+    db.pragma("synchronous = NORMAL");
     db.pragma("busy_timeout = 5000");
     const kysely = new Kysely<Schema>({ dialect: new SqliteDialect({ database: db }) });
     const { error } = await new Migrator({ db: kysely, provider }).migrateToLatest();
     if (error) throw error;
-    return new Store(db, kysely);
+    const wal = `${path}-wal`;
+    const ownSync = durability === "full" && path !== ":memory:" && existsSync(wal);
+    // Without a WAL file to fsync ourselves, `full` falls back to SQLite's own fsync per COMMIT.
+    if (durability === "full" && !ownSync) db.pragma("synchronous = FULL");
+    return new Store(db, kysely, ownSync ? wal : undefined);
   }
 
   meta(): StoreMeta {
@@ -167,13 +194,16 @@ export class Store {
     setImmediate(() => this.commit());
   }
 
-  /** Resolves once everything written so far in this turn is committed (durably, per mode). */
+  /** Resolves once everything written so far is committed (durably, per mode). */
   durable(): Promise<void> {
-    if (!this.inTx) return this.failed ? Promise.reject(this.failed) : Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+    if (this.failed) return Promise.reject(this.failed);
+    if (this.inTx) return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+    const last = this.unsynced[this.unsynced.length - 1] ?? this.syncing?.[this.syncing.length - 1];
+    if (last) return new Promise((resolve, reject) => last.waiters.push({ resolve, reject }));
+    return Promise.resolve();
   }
 
-  /** Run `fn` right after the current group commits (before the writers are answered). */
+  /** Run `fn` once the current group is durable (before its writers are answered). */
   onCommit(fn: () => void): void {
     if (this.inTx) this.afterCommit.push(fn);
     else fn();
@@ -202,8 +232,32 @@ export class Store {
       return;
     }
     this.inTx = false;
-    for (const fn of after) fn();
-    for (const w of waiters) w.resolve();
+    const group: Group = { waiters, after };
+    if (this.walFd === undefined) release(group);
+    else {
+      this.unsynced.push(group);
+      if (!this.syncing) this.syncWal();
+    }
+  }
+
+  /** fsync the WAL for every group committed so far, then answer them in order. */
+  private syncWal(): void {
+    const batch = (this.syncing = this.unsynced);
+    this.unsynced = [];
+    this.syncDone = new Promise((done) => {
+      fsync(this.walFd!, (err) => {
+        this.syncing = undefined;
+        if (err) {
+          this.failed = err; // the disk refused: fail-stop, nothing more is acknowledged
+          for (const g of [...batch, ...this.unsynced]) for (const w of g.waiters) w.reject(err);
+          this.unsynced = [];
+        } else {
+          for (const g of batch) release(g);
+          if (this.unsynced.length) this.syncWal();
+        }
+        done();
+      });
+    });
   }
 
   insertSentex(r: StoredRow): void {
@@ -259,6 +313,16 @@ export class Store {
 
   async close(): Promise<void> {
     this.commit();
+    while (this.syncing) await this.syncDone;
+    if (this.walFd !== undefined) {
+      if (this.unsynced.length) {
+        fsyncSync(this.walFd);
+        for (const g of this.unsynced) release(g);
+        this.unsynced = [];
+      }
+      closeSync(this.walFd);
+      this.walFd = undefined;
+    }
     this.db.close();
   }
 }
