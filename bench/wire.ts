@@ -9,9 +9,11 @@
  * - per-assert cost with 0 and 64 subscribers at 10^4 and 10^6 stored sentexes.
  *
  * Servers run as child processes (the daemon exactly as `koinii serve` runs it); the load
- * comes from this process over loopback with undici.
+ * comes from this process over loopback with undici, and subscribers (and NOTIFY listeners)
+ * run in a process of their own, timed against the same epoch clock.
  */
-import { Pool, request } from "undici";
+import { Pool } from "undici";
+import { spawn } from "node:child_process";
 import pg from "pg";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -89,84 +91,76 @@ async function roundTrips(suite: Suite): Promise<void> {
   }
 }
 
-/** Subscribers over long poll or SSE; the writer asserts one marked sentence at a time. */
+/**
+ * Subscribers in their own process (as agents are): it prints `<marker> <epochMs>` per
+ * delivery; this process writes one marked sentence at a time and records when it sent it.
+ */
+async function subscriberProcess(transport: "poll" | "sse" | "notify", target: string, count: number): Promise<{ lines: string[]; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ["dist/bench/fixtures/subscribers.js", transport, target, String(count)], { stdio: ["ignore", "pipe", "inherit"] });
+  const lines: string[] = [];
+  let buf = "";
+  let ready: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  child.stdout!.on("data", (d: Buffer) => {
+    buf += d.toString();
+    let i: number;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line === "ready") ready();
+      else lines.push(line);
+    }
+  });
+  await isReady;
+  return {
+    lines,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** Latencies from the subscriber lines against the send times. */
+function latencies(lines: string[], sentAt: Map<number, number>): number[] {
+  const out: number[] = [];
+  for (const l of lines) {
+    const [m, t] = l.split(" ");
+    const sent = sentAt.get(Number(m));
+    if (sent !== undefined) out.push(Number(t) - sent);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+async function waitFor(cond: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond() && Date.now() < deadline) await sleep(20);
+}
+
 async function delivery(suite: Suite, transport: "poll" | "sse", subscribers: number, events: number): Promise<void> {
   const daemon = await startDaemon({ durability: "normal", extra: ["--max-subscriptions", "512"] });
-  const pool = new Pool(daemon.url, { connections: subscribers + 4 });
-  const post = async (path: string, body: unknown, signal?: AbortSignal) => {
-    const r = await pool.request({ path, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
-    return (await r.body.json()) as Record<string, unknown>;
-  };
+  const subs = await subscriberProcess(transport, daemon.url, subscribers);
+  const pool = new Pool(daemon.url, { connections: 2 });
   const sentAt = new Map<number, number>();
-  const lat: number[] = [];
-  const received = new Array(events).fill(0) as number[];
-  const marker = /\(lat M([0-9]+)\)/;
-  const onEvent = (ev: { added?: { sentence: string }[] }) => {
-    const t = performance.now();
-    for (const a of ev.added ?? []) {
-      const m = marker.exec(a.sentence);
-      if (!m) continue;
-      const i = Number(m[1]);
-      lat.push(t - sentAt.get(i)!);
-      received[i]!++;
-    }
-  };
-  const abort = new AbortController();
-  const subs: Promise<void>[] = [];
-  for (let s = 0; s < subscribers; s++) {
-    const w = (await post("/v1/watch", { goal: "(lat ?m)", context: "CxBench" })) as { token: string; cursor: number };
-    if (transport === "poll") {
-      subs.push(
-        (async () => {
-          let cursor = w.cursor;
-          while (!abort.signal.aborted) {
-            const r = (await post("/v1/poll", { token: w.token, cursor, waitMs: 30_000 }, abort.signal).catch(() => undefined)) as { events: never[]; cursor: number } | undefined;
-            if (!r) return;
-            for (const e of r.events) onEvent(e);
-            cursor = r.cursor;
-          }
-        })(),
-      );
-    } else {
-      subs.push(
-        (async () => {
-          const r = await request(`${daemon.url}/v1/stream?token=${w.token}&cursor=${w.cursor}`, { signal: abort.signal }).catch(() => undefined);
-          if (!r) return;
-          let buf = "";
-          try {
-            for await (const chunk of r.body) {
-              buf += chunk.toString();
-              let i: number;
-              while ((i = buf.indexOf("\n\n")) >= 0) {
-                const frame = buf.slice(0, i);
-                buf = buf.slice(i + 2);
-                const data = frame.split("\n").find((l) => l.startsWith("data: "));
-                if (data && !frame.includes("event: lagged")) onEvent(JSON.parse(data.slice(6)));
-              }
-            }
-          } catch {
-            /* aborted */
-          }
-        })(),
-      );
-    }
-  }
   await sleep(200);
   for (let i = 0; i < events; i++) {
-    sentAt.set(i, performance.now());
-    await post("/v1/assert", { sentence: `(lat M${i})`, context: "CxBench" });
+    sentAt.set(i, epochNow());
+    const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: `(lat M${i})`, context: "CxBench" }) });
+    await r.body.text();
     await sleep(5);
   }
-  const deadline = Date.now() + 10_000;
-  while (received.some((n) => n < subscribers) && Date.now() < deadline) await sleep(20);
-  abort.abort();
-  await Promise.allSettled(subs);
-  await pool.close().catch(() => {});
+  await waitFor(() => subs.lines.length >= events * subscribers, 10_000);
+  await sleep(100);
+  await subs.stop();
+  await pool.close();
   await daemon.stop();
-  lat.sort((a, b) => a - b);
-  const missing = received.filter((n) => n < subscribers).length;
+  const lat = latencies(subs.lines, sentAt);
+  const missing = events * subscribers - lat.length;
   const name = `delivery_${transport}_s${subscribers}`;
-  suite.add(`${name}_p50`, { value: percentile(lat, 50), unit: "ms", note: missing ? `${missing} events not seen by every subscriber` : `${lat.length} deliveries` });
+  suite.add(`${name}_p50`, { value: percentile(lat, 50), unit: "ms", note: missing ? `${missing} deliveries missing` : `${lat.length} deliveries` });
   suite.add(`${name}_p99`, { value: percentile(lat, 99), unit: "ms" });
 }
 
@@ -178,27 +172,20 @@ async function notifyBaseline(suite: Suite, listeners: number, events: number): 
   }
   try {
     const cfg = { host: server.host, port: server.port, user: "postgres", database: "postgres" };
+    const subs = await subscriberProcess("notify", JSON.stringify(cfg), listeners);
     const sender = new pg.Client(cfg);
     await sender.connect();
-    const lat: number[] = [];
     const sentAt = new Map<number, number>();
-    const clients: pg.Client[] = [];
-    for (let i = 0; i < listeners; i++) {
-      const c = new pg.Client(cfg);
-      await c.connect();
-      c.on("notification", (n) => lat.push(performance.now() - sentAt.get(Number(n.payload))!));
-      await c.query("LISTEN koinii_bench");
-      clients.push(c);
-    }
     for (let i = 0; i < events; i++) {
-      sentAt.set(i, performance.now());
+      sentAt.set(i, epochNow());
       await sender.query(`NOTIFY koinii_bench, '${i}'`);
       await sleep(5);
     }
-    await sleep(500);
-    for (const c of clients) await c.end();
+    await waitFor(() => subs.lines.length >= events * listeners, 10_000);
+    await sleep(100);
+    await subs.stop();
     await sender.end();
-    lat.sort((a, b) => a - b);
+    const lat = latencies(subs.lines, sentAt);
     suite.add(`notify_s${listeners}_p50`, { value: percentile(lat, 50), unit: "ms", note: `${lat.length} deliveries` });
     suite.add(`notify_s${listeners}_p99`, { value: percentile(lat, 99), unit: "ms" });
     return true;

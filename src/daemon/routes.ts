@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { terms, KbError, type Kb } from "../kb/index.js";
-import type { FeedHub } from "../feed/index.js";
+import { pollAnswerJson, type FeedHub } from "../feed/index.js";
 import { WireError } from "./errors.js";
 import { type Access, type Principal, REGISTRY_CONTEXT, contextFor, isAgentId } from "./access.js";
 import type { Metrics } from "./metrics.js";
@@ -207,7 +207,13 @@ export function routes(d: RouteDeps): RouteDef[] {
       access: "any",
       body: s.pollBody,
       answer: s.pollAnswer,
-      handler: ({ body, principal }) => hub.poll(principal, body),
+      // The body is assembled from each event's shared JSON: 64 subscribers woken by one
+      // event serialize it once, not 64 times. Same shape as pollAnswer.
+      async handler({ body, principal, reply }) {
+        const answer = await hub.poll(principal, body);
+        reply.type("application/json; charset=utf-8").send(pollAnswerJson(answer));
+        return { ok: true as const, ...answer }; // typed as the answer; already sent above
+      },
     }),
     {
       method: "GET",

@@ -432,12 +432,24 @@ export class FeedHub {
   }
 }
 
-/** One SSE frame per event object, serialized once however many streams carry it. */
-const frames = new WeakMap<WireEvent, string>();
-function sseFrame(e: WireEvent): string {
-  let f = frames.get(e);
-  if (f === undefined) frames.set(e, (f = `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`));
+/**
+ * An event's JSON, serialized once per event object however many polls and streams carry
+ * it (subscriptions with the same filter share the object, see onEvent).
+ */
+const serialized = new WeakMap<WireEvent, string>();
+export function eventJson(e: WireEvent): string {
+  let f = serialized.get(e);
+  if (f === undefined) serialized.set(e, (f = JSON.stringify(e)));
   return f;
+}
+
+function sseFrame(e: WireEvent): string {
+  return `id: ${e.seq}\ndata: ${eventJson(e)}\n\n`;
+}
+
+/** A poll's answer body, built from each event's shared JSON. */
+export function pollAnswerJson(a: PollAnswer): string {
+  return `{"ok":true,"events":[${a.events.map(eventJson).join(",")}],"cursor":${a.cursor},"lagged":${a.lagged}}`;
 }
 
 function unknownSubscription(): FeedError {
