@@ -15,7 +15,7 @@
 import { KbError } from "./errors.js";
 import { type Kb, type ClashSide, clashId } from "./kb.js";
 import { OUT, type Node } from "./node.js";
-import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
+import { parseTerm, printTerm } from "./term.js";
 import { literalShape } from "./sentence.js";
 
 export const DISPUTES_CONTEXT = "CxDisputes";
@@ -164,4 +164,3 @@ export function negation(sentence: string): string {
   return lit.neg ? atom : `(not ${atom})`;
 }
 
-export { stringAtom, stringValue };

@@ -24,7 +24,7 @@
  */
 import { KbError, type Problem } from "./errors.js";
 import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
-import { type Literal, sentenceShape, checkContextName, literalTerm, isContextName } from "./sentence.js";
+import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
 import { compileRule, matchPat, undo, argKeyOf, instantiate } from "./compiled.js";
@@ -848,14 +848,6 @@ export class Engine {
     const edges = new Set<number>();
     for (const src of [j.rule.ctx, ...j.ants.map((a) => a.ctx)]) for (const e of this.topology.path(j.concl.ctx, src)) edges.add(e);
     return [...edges].sort((a, b) => a - b);
-  }
-
-  literalOf(n: Node): Literal {
-    return { neg: n.neg, atom: n.atom };
-  }
-
-  sentenceOf(n: Node): List {
-    return literalTerm({ neg: n.neg, atom: n.atom });
   }
 }
 

@@ -14,7 +14,7 @@ import { ImapFlow, type FetchMessageObject, type ListResponse } from "imapflow";
 import type { ImapAccount } from "./config.js";
 import { parseMessageIds, type FolderRole, type MailRef, type ParsedMail } from "./parse.js";
 import type { Credentials, Secret } from "./secrets.js";
-import { parseFetched, refreshFlags, replaceAccountRefs, type FetchedMessage } from "./sync.js";
+import { AccountCollector, replaceAccountRefs, type FetchedMessage } from "./sync.js";
 
 // ---------------------------------------------------------------- the guard
 
@@ -292,22 +292,13 @@ const flagsOf = (m: FetchMessageObject) => [...(m.flags ?? [])].filter((f) => f 
  */
 export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyncResult> {
   const { account, log } = opts;
-  const folders: FolderReport[] = [];
+  const acc = new AccountCollector(account.name, opts.previous, log);
   let conn: GuardedImap | null = null;
   try {
     conn = await (opts.connect ?? ((a, c) => connectImap(imapEndpoint(a), c)))(account, opts.credentials);
     const { client } = conn;
     const { inbox, sent } = findFolders(await client.list());
-    const warnings: string[] = [];
-    if (sent === null) {
-      warnings.push(`${account.name}: no Sent folder (no \\Sent attribute, no known name): replies will look unanswered`);
-      log(warnings.at(-1)!);
-    }
-    const known = new Map(opts.previous.filter((r) => r.account === account.name).map((r) => [`${r.folder}\u0000${r.server_id}`, r]));
-    const refs: MailRef[] = [];
-    const parsed: ParsedMail[] = [];
-    const failures: { account: string; server_id: string; error: string }[] = [];
-    const sentMessageIds = new Set<string>();
+    if (sent === null) acc.warn(`${account.name}: no Sent folder (no \\Sent attribute, no known name): replies will look unanswered`);
     for (const [path, role] of [
       [inbox, "inbox"],
       [sent, "sent"],
@@ -328,11 +319,8 @@ export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyn
         for (const uid of uids) {
           const m = metaOf.get(uid);
           if (!m) continue; // expunged between SEARCH and FETCH
-          const old = known.get(`${path}\u0000${validity}:${uid}`);
-          if (old) {
-            refs.push(refreshFlags(old, flagsOf(m), syncedAt));
-            reused += 1;
-          } else fresh.push(uid);
+          if (acc.reuse(path, `${validity}:${uid}`, flagsOf(m), syncedAt)) reused += 1;
+          else fresh.push(uid);
         }
         const size = opts.chunk ?? 20;
         for (let i = 0; i < fresh.length; i += size) {
@@ -355,24 +343,21 @@ export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyn
               },
             });
           }
-          const b = parseFetched(batch);
-          parsed.push(...b.parsed);
-          refs.push(...b.parsed.map((p) => p.ref));
-          failures.push(...b.failures);
+          acc.add(batch);
         }
-        if (role === "sent") for (const r of refs) if (r.role === "sent" && r.message_id) sentMessageIds.add(r.message_id);
-        const report: FolderReport = { folder: path, role, messages: uids.length, fetched: fresh.length, reused };
-        folders.push(report);
-        log(`${account.name} ${path}: ${uids.length} messages, ${fresh.length} bodies read (BODY.PEEK), ${reused} unchanged refs reused`);
+        acc.folderDone(
+          { folder: path, role, messages: uids.length, fetched: fresh.length, reused },
+          `${account.name} ${path}: ${uids.length} messages, ${fresh.length} bodies read (BODY.PEEK), ${reused} unchanged refs reused`,
+        );
       } finally {
         lock.release();
       }
     }
-    return { account: account.name, ok: true, refs, parsed, failures, folders, sentMessageIds, warnings };
+    return acc.result();
   } catch (e) {
     const error = describeError(e);
     log(`${account.name}: sync failed, previous refs kept: ${error}`);
-    return { account: account.name, ok: false, error, folders };
+    return { account: account.name, ok: false, error, folders: acc.folders };
   } finally {
     if (conn) await conn.client.logout().catch(() => conn!.client.close());
   }

@@ -11,10 +11,10 @@
 import { request } from "undici";
 import type { JmapAccount } from "./config.js";
 import { isLoopbackHost } from "./config.js";
-import type { AccountSyncResult, FolderReport } from "./imap.js";
-import { jmapKeywordsToFlags, type FolderRole, type MailRef, type ParsedMail } from "./parse.js";
+import type { AccountSyncResult } from "./imap.js";
+import { jmapKeywordsToFlags, type FolderRole, type MailRef } from "./parse.js";
 import type { Credentials, Secret } from "./secrets.js";
-import { parseFetched, refreshFlags, type FetchedMessage } from "./sync.js";
+import { AccountCollector, type FetchedMessage } from "./sync.js";
 
 export const JMAP_ALLOWED_METHODS: ReadonlySet<string> = new Set(["Mailbox/get", "Email/query", "Email/get", "Thread/get"]);
 const CAPS = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"];
@@ -199,7 +199,7 @@ export interface JmapSyncOptions {
  */
 export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyncResult> {
   const { account, log } = opts;
-  const folders: FolderReport[] = [];
+  const acc = new AccountCollector(account.name, opts.previous, log);
   try {
     const client = new JmapClient({ url: account.url, credentials: opts.credentials, allowHttpLoopback: opts.allowHttpLoopback });
     opts.onClient?.(client);
@@ -208,16 +208,7 @@ export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyn
     const boxes = one<{ list: { id: string; name: string; role: string | null }[] }>(await client.call([["Mailbox/get", { accountId, ids: null, properties: ["id", "name", "role"] }, "m"]]), "m").list;
     const inbox = boxes.find((b) => b.role === "inbox") ?? null;
     const sent = boxes.find((b) => b.role === "sent") ?? null;
-    const warnings: string[] = [];
-    if (sent === null) {
-      warnings.push(`${account.name}: no mailbox with role sent: replies will look unanswered`);
-      log(warnings.at(-1)!);
-    }
-    const known = new Map(opts.previous.filter((r) => r.account === account.name).map((r) => [`${r.folder}\u0000${r.server_id}`, r]));
-    const refs: MailRef[] = [];
-    const parsed: ParsedMail[] = [];
-    const failures: { account: string; server_id: string; error: string }[] = [];
-    const sentMessageIds = new Set<string>();
+    if (sent === null) acc.warn(`${account.name}: no mailbox with role sent: replies will look unanswered`);
     for (const [box, role] of [
       [inbox, "inbox"],
       [sent, "sent"],
@@ -243,9 +234,7 @@ export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyn
         const batch: FetchedMessage[] = [];
         for (const e of got.list) {
           const flags = jmapKeywordsToFlags(e.keywords ?? {});
-          const old = known.get(`${box.name}\u0000${e.id}`);
-          if (old) {
-            refs.push(refreshFlags(old, flags, syncedAt));
+          if (acc.reuse(box.name, e.id, flags, syncedAt)) {
             reused += 1;
             continue;
           }
@@ -254,7 +243,7 @@ export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyn
             if ((e.size ?? 0) > maxBlobBytes) throw new Error(`larger than ${maxBlobBytes} bytes`);
             raw = await client.download(e.blobId);
           } catch (err) {
-            failures.push({ account: account.name, server_id: e.id, error: (err as Error).message });
+            acc.failures.push({ account: account.name, server_id: e.id, error: (err as Error).message });
             continue;
           }
           fetched += 1;
@@ -263,19 +252,17 @@ export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyn
             meta: { account: account.name, folder: box.name, role: role as FolderRole, server_id: e.id, server_thread: e.threadId, flags, internal_date: new Date(e.receivedAt).toISOString(), synced_at: syncedAt, trusted_authserv_ids: opts.trustedAuthservIds },
           });
         }
-        const b = parseFetched(batch);
-        parsed.push(...b.parsed);
-        refs.push(...b.parsed.map((p) => p.ref));
-        failures.push(...b.failures);
+        acc.add(batch);
       }
-      if (role === "sent") for (const r of refs) if (r.role === "sent" && r.message_id) sentMessageIds.add(r.message_id);
-      folders.push({ folder: box.name, role, messages: ids.length, fetched, reused });
-      log(`${account.name} ${box.name}: ${ids.length} messages, ${fetched} bodies read (blob download), ${reused} unchanged refs reused`);
+      acc.folderDone(
+        { folder: box.name, role, messages: ids.length, fetched, reused },
+        `${account.name} ${box.name}: ${ids.length} messages, ${fetched} bodies read (blob download), ${reused} unchanged refs reused`,
+      );
     }
-    return { account: account.name, ok: true, refs, parsed, failures, folders, sentMessageIds, warnings };
+    return acc.result();
   } catch (e) {
     const error = (e as Error).message;
     log(`${account.name}: sync failed, previous refs kept: ${error}`);
-    return { account: account.name, ok: false, error, folders };
+    return { account: account.name, ok: false, error, folders: acc.folders };
   }
 }

@@ -3,6 +3,7 @@
  * clients are thin layers that fetch raw messages and flags and call these.
  */
 import { parseMessage, type FetchMeta, type MailRef, type ParsedMail } from "./parse.js";
+import type { AccountSyncResult, FolderReport } from "./imap.js";
 
 export interface FetchedMessage {
   raw: string | Uint8Array;
@@ -45,4 +46,58 @@ export function refreshFlags(ref: MailRef, flags: readonly string[], syncedAt: s
 export function replaceAccountRefs(old: readonly MailRef[], account: string, fresh: readonly MailRef[] | null): MailRef[] {
   if (fresh === null) return [...old];
   return [...old.filter((r) => r.account !== account), ...fresh.filter((r) => r.account === account)];
+}
+
+/**
+ * What one account's sync gathers, the same for IMAP and JMAP: refs reused from the
+ * previous sync (flags refreshed) or parsed anew, parse failures, warnings, per-folder
+ * reports and the Sent folder's Message-IDs (for `reconcile`).
+ */
+export class AccountCollector {
+  readonly refs: MailRef[] = [];
+  readonly parsed: ParsedMail[] = [];
+  readonly failures: SyncBatch["failures"] = [];
+  readonly warnings: string[] = [];
+  readonly folders: FolderReport[] = [];
+  readonly sentMessageIds = new Set<string>();
+  private readonly known: Map<string, MailRef>;
+
+  constructor(
+    readonly account: string,
+    previous: readonly MailRef[],
+    private readonly log: (line: string) => void,
+  ) {
+    this.known = new Map(previous.filter((r) => r.account === account).map((r) => [`${r.folder}\u0000${r.server_id}`, r]));
+  }
+
+  warn(line: string): void {
+    this.warnings.push(line);
+    this.log(line);
+  }
+
+  /** The previous sync's ref for this message, with its flags refreshed, if there was one. */
+  reuse(folder: string, serverId: string, flags: readonly string[], syncedAt: string): boolean {
+    const old = this.known.get(`${folder}\u0000${serverId}`);
+    if (old) this.refs.push(refreshFlags(old, flags, syncedAt));
+    return old !== undefined;
+  }
+
+  add(batch: readonly FetchedMessage[]): void {
+    const b = parseFetched(batch);
+    this.parsed.push(...b.parsed);
+    this.refs.push(...b.parsed.map((p) => p.ref));
+    this.failures.push(...b.failures);
+  }
+
+  /** A folder is done: remember the Sent Message-IDs, report it, print one line. */
+  folderDone(report: FolderReport, line: string): void {
+    if (report.role === "sent") for (const r of this.refs) if (r.role === "sent" && r.message_id) this.sentMessageIds.add(r.message_id);
+    this.folders.push(report);
+    this.log(line);
+  }
+
+  result(): AccountSyncResult {
+    const { account, refs, parsed, failures, folders, sentMessageIds, warnings } = this;
+    return { account, ok: true, refs, parsed, failures, folders, sentMessageIds, warnings };
+  }
 }
