@@ -246,9 +246,18 @@ async function perAssertCost(suite: Suite): Promise<void> {
   }
 }
 
+/** `KOINII_BENCH_PARTS=delivery,cost` runs only those parts (roundtrips, delivery, cost); all by default. */
+const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "roundtrips,delivery,cost").split(","));
+
 export async function run(): Promise<void> {
   const suite = new Suite("wire");
-  await roundTrips(suite);
+  if (parts.has("roundtrips")) await roundTrips(suite);
+  if (parts.has("delivery")) await deliveries(suite);
+  if (parts.has("cost")) await perAssertCost(suite);
+  suite.write();
+}
+
+async function deliveries(suite: Suite): Promise<void> {
   const hasPg = await notifyBaseline(suite, 1, 300);
   if (hasPg) await notifyBaseline(suite, 64, 300);
   for (const s of [1, 64]) {
@@ -267,6 +276,4 @@ export async function run(): Promise<void> {
     g.target = "value <= 10";
     g.met = g.value <= 10;
   }
-  await perAssertCost(suite);
-  suite.write();
 }

@@ -190,7 +190,11 @@ export class FeedHub {
       const key = `${sub.watch.goal ?? ""}\u0000${sub.watch.context ?? ""}`;
       let f = shared.get(key);
       if (f === undefined) shared.set(key, (f = filterEvent(sub.watch, view, this.sees)));
-      if (f && sub.push(f)) lost++;
+      if (!f) continue;
+      // A stream that is caught up takes the frame straight onto its socket: no ring, no
+      // wakeup, no promise per event (64 streams cost 64 socket writes, nothing more).
+      if (sub.live?.(f)) continue;
+      if (sub.push(f)) lost++;
     }
     if (lost) this.hooks.onLost?.(lost);
   }
@@ -299,8 +303,19 @@ export class FeedHub {
     const stop = new AbortController();
     const handle = { close: () => stop.abort() };
     sub.streaming = handle;
+    const follower: { leave?: () => void } = {};
     const stopped = new Promise((r) => stop.signal.addEventListener("abort", r, { once: true }));
-    const heartbeat = setInterval(() => sink.write(": heartbeat\n\n"), heartbeatMs);
+    void stopped.then(() => follower.leave?.());
+    // A sink that throws has lost its peer: end this stream, never the caller (onEvent).
+    const write = (chunk: string): boolean => {
+      try {
+        return sink.write(chunk);
+      } catch {
+        handle.close();
+        return true;
+      }
+    };
+    const heartbeat = setInterval(() => write(": heartbeat\n\n"), heartbeatMs);
     void sink.gone.then(() => handle.close());
     try {
       while (!stop.signal.aborted && !sink.closed && !this.closing && this.subs.get(sub.token) === sub) {
@@ -308,17 +323,20 @@ export class FeedHub {
         sub.polledAt = this.now();
         const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
         let ok = true;
-        if (answer.lagged > 0) ok = sink.write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
-        for (const e of answer.events) ok = sink.write(sseFrame(e)) && ok;
+        if (answer.lagged > 0) ok = write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
+        for (const e of answer.events) ok = write(sseFrame(e)) && ok;
         // Acknowledge only what was written; a reconnect re-reads after its Last-Event-ID
         // (the durable log backs what the ring let go).
         if (answer.events.length > 0) cursor = sub.answeredSeq = answer.events[answer.events.length - 1]!.seq;
         if (answer.lagged > 0) cursor = Math.max(cursor, answer.cursor);
-        if (!ok) await Promise.race([sink.drained(), sink.gone, stopped]);
-        else if (answer.events.length === 0 && answer.lagged === 0) {
+        if (ok && answer.events.length === 0 && answer.lagged === 0) {
           cursor = answer.cursor; // nothing matched up to here: move on (a log scan may have stopped at its bound)
-          if (cursor >= this.published) await sub.park(this.limits.maxWaitMs, stop.signal);
+          if (cursor < this.published) continue;
+          const followed = await this.follow(sub, write, cursor, follower);
+          cursor = followed.cursor;
+          ok = !followed.pushedBack;
         }
+        if (!ok && !stop.signal.aborted) await Promise.race([sink.drained(), sink.gone, stopped]);
       }
     } finally {
       clearInterval(heartbeat);
@@ -326,6 +344,33 @@ export class FeedHub {
       sub.polledAt = this.now();
       sink.end();
     }
+  }
+
+  /**
+   * A caught-up stream follows the feed live: onEvent hands each matching event to
+   * `sub.live`, which writes its frame at once and acknowledges it (only what was written),
+   * with no ring, wakeup or promise per event. Resolves with the cursor reached when the
+   * socket pushes back (the loop then waits for drain and reads on from the ring, which
+   * fills meanwhile) or when `exit.leave` is called (the stream stops).
+   */
+  private follow(sub: Subscription, write: (chunk: string) => boolean, from: number, exit: { leave?: () => void }): Promise<{ cursor: number; pushedBack: boolean }> {
+    let cursor = from;
+    return new Promise((resolve) => {
+      const leave = (pushedBack: boolean) => {
+        exit.leave = undefined;
+        if (sub.live === live) sub.live = undefined;
+        resolve({ cursor, pushedBack });
+      };
+      const live = (e: WireEvent): boolean => {
+        const ok = write(sseFrame(e));
+        cursor = sub.answeredSeq = e.seq;
+        sub.ack(cursor);
+        if (!ok) leave(true);
+        return true;
+      };
+      sub.live = live;
+      exit.leave = () => leave(false);
+    });
   }
 
   /** Answer every parked poll, close every stream, stop listening. */

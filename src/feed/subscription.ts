@@ -21,6 +21,8 @@ export class Subscription {
   logUpTo: number;
   polledAt: number;
   streaming: { close(): void } | undefined;
+  /** Set while a caught-up stream follows live: takes each matching event, returns true once written. */
+  live: ((ev: WireEvent) => boolean) | undefined;
   private readonly waiters = new Set<(reason: WakeReason) => void>();
   readonly ring: Ring<WireEvent>;
 
