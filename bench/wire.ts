@@ -140,25 +140,32 @@ async function waitFor(cond: () => boolean, ms: number): Promise<void> {
   while (!cond() && Date.now() < deadline) await sleep(20);
 }
 
+/**
+ * Events sent (and delivered) before the timed ones, to every transport and to NOTIFY
+ * alike: the first few dozen deliveries of a fresh process run cold (JIT), as the round-trip
+ * load's untimed first requests do.
+ */
+const WARMUP_EVENTS = 50;
+
 async function delivery(suite: Suite, transport: "poll" | "sse", subscribers: number, events: number): Promise<void> {
   const daemon = await startDaemon({ durability: "normal", extra: ["--max-subscriptions", "512"] });
   const subs = await subscriberProcess(transport, daemon.url, subscribers);
   const pool = new Pool(daemon.url, { connections: 2 });
   const sentAt = new Map<number, number>();
   await sleep(200);
-  for (let i = 0; i < events; i++) {
-    sentAt.set(i, epochNow());
+  for (let i = 0; i < WARMUP_EVENTS + events; i++) {
+    if (i >= WARMUP_EVENTS) sentAt.set(i, epochNow());
     const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: `(lat M${i})`, context: "CxBench" }) });
     await r.body.text();
     await sleep(5);
   }
-  await waitFor(() => subs.lines.length >= events * subscribers, 10_000);
+  await waitFor(() => subs.lines.length >= (WARMUP_EVENTS + events) * subscribers, 10_000);
   await sleep(100);
   await subs.stop();
   await pool.close();
   await daemon.stop();
   const lat = latencies(subs.lines, sentAt);
-  const missing = events * subscribers - lat.length;
+  const missing = events * subscribers - lat.length; // warm-up deliveries are not in sentAt
   const name = `delivery_${transport}_s${subscribers}`;
   suite.add(`${name}_p50`, { value: percentile(lat, 50), unit: "ms", note: missing ? `${missing} deliveries missing` : `${lat.length} deliveries` });
   suite.add(`${name}_p99`, { value: percentile(lat, 99), unit: "ms" });
@@ -176,12 +183,12 @@ async function notifyBaseline(suite: Suite, listeners: number, events: number): 
     const sender = new pg.Client(cfg);
     await sender.connect();
     const sentAt = new Map<number, number>();
-    for (let i = 0; i < events; i++) {
-      sentAt.set(i, epochNow());
+    for (let i = 0; i < WARMUP_EVENTS + events; i++) {
+      if (i >= WARMUP_EVENTS) sentAt.set(i, epochNow());
       await sender.query(`NOTIFY koinii_bench, '${i}'`);
       await sleep(5);
     }
-    await waitFor(() => subs.lines.length >= events * listeners, 10_000);
+    await waitFor(() => subs.lines.length >= (WARMUP_EVENTS + events) * listeners, 10_000);
     await sleep(100);
     await subs.stop();
     await sender.end();
