@@ -116,6 +116,7 @@ export class FeedHub {
   private readonly subs = new Map<string, Subscription>();
   private published: number;
   private parkedPolls = 0;
+  private reapedAt = -Infinity;
   private closing = false;
   private readonly unlisten: () => void;
   private readonly reaper: NodeJS.Timeout;
@@ -187,9 +188,8 @@ export class FeedHub {
     const shared = new Map<string, WireEvent | null>();
     let lost = 0;
     for (const sub of this.subs.values()) {
-      const key = `${sub.watch.goal ?? ""}\u0000${sub.watch.context ?? ""}`;
-      let f = shared.get(key);
-      if (f === undefined) shared.set(key, (f = filterEvent(sub.watch, view, this.sees)));
+      let f = shared.get(sub.filterKey);
+      if (f === undefined) shared.set(sub.filterKey, (f = filterEvent(sub.watch, view, this.sees)));
       if (!f) continue;
       // A stream that is caught up takes the frame straight onto its socket: no ring, no
       // wakeup, no promise per event (64 streams cost 64 socket writes, nothing more).
@@ -201,7 +201,7 @@ export class FeedHub {
 
   /** Register a subscription; `from` replays the durable log after that seq. */
   watch(p: FeedPrincipal, req: WatchRequest): WatchAnswer {
-    this.reapIdle();
+    this.reapIfDue();
     const watch: CompiledWatch = compileWatch(req, this.parseLimits);
     let start = this.published;
     if (req.from !== undefined) {
@@ -224,7 +224,7 @@ export class FeedHub {
   }
 
   watchers(p: FeedPrincipal): WatcherInfo[] {
-    this.reapIdle();
+    this.reapIfDue();
     const out: WatcherInfo[] = [];
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
@@ -243,7 +243,7 @@ export class FeedHub {
    * writer). Refusals: `unknown-subscription`, `bad-cursor`, `too-many-waiters`.
    */
   async poll(p: FeedPrincipal, req: PollRequest): Promise<PollAnswer> {
-    this.reapIdle();
+    this.reapIfDue();
     const sub = this.get(p, req.token);
     const cursor = this.checkCursor(sub, req.cursor);
     const limit = this.checkLimit(req.limit);
@@ -285,7 +285,7 @@ export class FeedHub {
    * off). Throws `unknown-subscription` / `bad-cursor`.
    */
   prepareStream(p: FeedPrincipal, token: unknown, cursorIn: unknown): PreparedStream {
-    this.reapIdle();
+    this.reapIfDue();
     const sub = this.get(p, token);
     const cursor = cursorIn === undefined ? sub.ackSeq : this.checkCursor(sub, cursorIn);
     return { sub, cursor };
@@ -384,9 +384,20 @@ export class FeedHub {
     this.unlisten();
   }
 
+  /**
+   * Reap on a request path at most every quarter of idleReapMs (and at least every second):
+   * a full scan per poll would cost O(subscriptions) per poll, O(n^2) per event when every
+   * subscription re-polls.
+   */
+  private reapIfDue(): void {
+    if (this.now() - this.reapedAt >= Math.min(1000, Math.ceil(this.limits.idleReapMs / 4))) this.reapIdle();
+  }
+
   /** Reap subscriptions idle past `idleReapMs` (none parked, none streaming). */
   reapIdle(): number {
-    const cutoff = this.now() - this.limits.idleReapMs;
+    const now = this.now();
+    this.reapedAt = now;
+    const cutoff = now - this.limits.idleReapMs;
     let n = 0;
     for (const s of this.subs.values()) {
       if (s.polledAt < cutoff && s.parked === 0 && !s.streaming) {

@@ -25,6 +25,8 @@ export class Subscription {
   live: ((ev: WireEvent) => boolean) | undefined;
   private readonly waiters = new Set<(reason: WakeReason) => void>();
   readonly ring: Ring<WireEvent>;
+  /** Subscriptions with equal keys (goal and context) share one filtered event per publish. */
+  readonly filterKey: string;
 
   constructor(
     readonly token: string,
@@ -42,6 +44,7 @@ export class Subscription {
     this.logUpTo = liveFrom;
     this.polledAt = now;
     this.ring = new Ring<WireEvent>(maxEvents);
+    this.filterKey = `${watch.goal ?? ""}\u0000${watch.context ?? ""}`;
   }
 
   /** File a matching event; returns true when the ring had to drop its oldest. */
