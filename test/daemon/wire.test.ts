@@ -135,11 +135,20 @@ describe("routes", () => {
   });
 
   it("GET /metrics exposes writes, events, subscriptions, parked polls and request latency", async () => {
+    await get("/health"); // at least one request observed, whichever tests ran before
     const m = await get("/metrics");
     expect(m.status).toBe(200);
     for (const name of ["koinii_writes_total", "koinii_feed_events_total", "koinii_feed_subscriptions", "koinii_feed_parked_polls", "koinii_feed_lagged_events_total", "koinii_http_request_duration_seconds_bucket"]) {
       expect(m.text).toContain(name);
     }
+    // Latency is counted per method, route and status: two more refused queries add two.
+    const count = async () => {
+      const line = (await get("/metrics")).text.split("\n").find((l: string) => l.startsWith('koinii_http_request_duration_seconds_count{method="POST",route="/v1/query",status="400"}'));
+      return line ? Number(line.split(" ").pop()) : 0;
+    };
+    const before = await count();
+    for (let i = 0; i < 2; i++) await post("/v1/query", { goal: "(dog ?x", context: "CxPets" });
+    expect(await count()).toBe(before + 2);
   });
 });
 
