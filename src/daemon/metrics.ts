@@ -35,14 +35,4 @@ export class Metrics {
     gauge("koinii_feed_pending_events", "Undelivered events held in subscription rings", () => hub()?.pendingCount ?? 0);
     client.collectDefaultMetrics({ register: this.registry, prefix: "koinii_" });
   }
-
-  private readonly latencyChildren = new Map<string, client.Histogram.Internal<"method" | "route" | "status">>();
-
-  /** Observe one request; the labelled child is looked up once per (method, route, status). */
-  observeLatency(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let child = this.latencyChildren.get(key);
-    if (!child) this.latencyChildren.set(key, (child = this.latency.labels({ method, route, status: String(status) })));
-    child.observe(seconds);
-  }
 }
