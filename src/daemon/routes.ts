@@ -236,7 +236,9 @@ export function routes(d: RouteDeps): RouteDef[] {
           prepared,
           {
             write: (chunk) => (res.destroyed || res.writableEnded ? true : res.write(chunk)),
-            drained: () => new Promise((r) => res.once("drain", () => r())),
+            // A drain may already have fired (Node emits it on the next tick after a
+            // write the kernel took whole): wait only while one is still owed.
+            drained: () => (res.writableNeedDrain ? new Promise((r) => res.once("drain", () => r())) : Promise.resolve()),
             get closed() {
               return res.destroyed || res.writableEnded;
             },

@@ -104,6 +104,7 @@ export interface PreparedStream {
 export interface StreamSink {
   /** false = the socket's buffer is full: wait for `drained`. */
   write(chunk: string): boolean;
+  /** Resolves once the buffer has room again; at once when it already has (the drain came first). */
   drained(): Promise<void>;
   readonly closed: boolean;
   /** Resolves when the peer goes away. */

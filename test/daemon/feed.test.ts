@@ -161,6 +161,34 @@ describe("feed semantics", () => {
   });
 });
 
+describe("SSE back-pressure over a real socket", () => {
+  it("a reader that stops reading gets every event after it resumes, in order and once each; meanwhile they wait in the ring", async () => {
+    const d = await spawnDaemon({ args: ["--max-events", "1000"] });
+    try {
+      const w = await post(d, "/v1/watch", { context: "CxBig" });
+      const res = await fetch(`${d.url}/v1/stream?token=${w.body.token}&cursor=${w.body.cursor}`); // not read yet
+      const big = "x".repeat(200_000);
+      const seqs: number[] = [];
+      for (let i = 0; i < 40; i++) seqs.push((await post(d, "/v1/assert", { sentence: `(blob B${i} "${big}")`, context: "CxBig" })).body.seq);
+      // 8 MB of frames cannot all sit in the socket buffers: the stream left live mode and
+      // the rest waits in the subscription's ring.
+      const pending = /^koinii_feed_pending_events ([0-9]+)$/m.exec((await call(d.url, "GET", "/metrics")).text);
+      expect(Number(pending?.[1])).toBeGreaterThan(0);
+      // Read it all; once caught up, one more event must arrive live.
+      let after: Promise<number> | undefined;
+      const frames = await readSse(res, (f) => {
+        const n = f.filter((x) => x.id).length;
+        if (n === seqs.length && !after) after = post(d, "/v1/assert", { sentence: "(blob After)", context: "CxBig" }).then((a) => a.body.seq as number);
+        return n > seqs.length;
+      });
+      expect(frames.some((f) => f.event === "lagged")).toBe(false);
+      expect(frames.filter((f) => f.id).map((f) => Number(f.id))).toEqual([...seqs, await after]);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe("ceilings", () => {
   let d: Daemon;
   beforeAll(async () => {

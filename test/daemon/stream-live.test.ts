@@ -29,12 +29,19 @@ class TestSink implements StreamSink {
     if (this.refused) this.ignoredPushback++;
     const m = /^id: ([0-9]+)\n/.exec(chunk);
     if (m) this.seqs.push(Number(m[1]));
-    if (this.full) this.refused = true;
+    if (this.full) {
+      this.refused = true;
+      if (this.drainOnNextTick) process.nextTick(() => this.drain());
+    }
     return !this.full;
   }
+  /** Follows the StreamSink contract: at once when no drain is owed. */
   drained(): Promise<void> {
+    if (!this.refused) return Promise.resolve();
     return new Promise((r) => this.drainWaiters.push(r));
   }
+  /** Like a socket the kernel took a whole write from: refuse, then drain on the next tick. */
+  drainOnNextTick = false;
   drain(): void {
     this.full = false;
     this.refused = false;
@@ -104,6 +111,25 @@ describe("live streams", () => {
     const e = await kb.assert("(dog E)", "CxPets"); // live again
     expect(sink.seqs).toEqual([...seqs, e.seq]);
     expect(sink.ignoredPushback).toBe(0);
+    expect(hub.pendingCount).toBe(0);
+    sink.hangUp();
+    await done;
+  });
+
+  it("a drain that comes before the stream asks for it is not missed (Node emits it on the next tick)", async () => {
+    const { kb, hub } = await setup();
+    const w = hub.watch(admin, { context: "CxPets" });
+    const sink = new TestSink();
+    sink.drainOnNextTick = true;
+    const { done } = await stream(hub, w.token, w.cursor, sink);
+    sink.full = true;
+    const a = await kb.assert("(dog A)", "CxPets"); // refused write, drained at once
+    sink.full = true;
+    const b = await kb.assert("(dog B)", "CxPets");
+    sink.full = false;
+    const c = await kb.assert("(dog C)", "CxPets");
+    await tick();
+    expect(sink.seqs).toEqual([a.seq, b.seq, c.seq]);
     expect(hub.pendingCount).toBe(0);
     sink.hangUp();
     await done;
