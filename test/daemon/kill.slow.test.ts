@@ -2,7 +2,8 @@
  * Kill test (K2, K8, K9): a daemon under concurrent write load is killed with SIGKILL 20
  * times at random moments. After each restart every acknowledged write is present, seq
  * continues with no gap and no repeat, and a subscriber resuming with `from` receives every
- * event exactly once, in order.
+ * event exactly once, in order: one that long-polls, and one that streams SSE (live, with
+ * its socket's back-pressure) and resumes from the last event id it read.
  */
 import { describe, it, expect } from "vitest";
 import { spawnDaemon, call, tempDir, type Daemon } from "./helpers.js";
@@ -29,6 +30,8 @@ describe("kill -9 under load", () => {
     const acked = new Map<number, { handle: number; seq: number }>();
     const delivered: Ev[] = [];
     let cursor = start;
+    const streamed: Ev[] = [];
+    let streamCursor = start;
     let next = 0;
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -60,7 +63,35 @@ describe("kill -9 under load", () => {
           // the daemon is gone mid-poll: resume from `cursor` after the restart
         }
       };
-      const load = [...Array.from({ length: WRITERS }, writer), subscriber()];
+      const streamer = async () => {
+        try {
+          const w = await call(url, "POST", "/v1/watch", { from: streamCursor });
+          expect(w.body.ok).toBe(true);
+          const res = await fetch(`${url}/v1/stream?token=${w.body.token}&cursor=${streamCursor}`);
+          const reader = res.body!.getReader();
+          const dec = new TextDecoder();
+          let buf = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) return;
+            buf += dec.decode(value, { stream: true });
+            let i: number;
+            while ((i = buf.indexOf("\n\n")) >= 0) {
+              const frame = buf.slice(0, i);
+              buf = buf.slice(i + 2);
+              expect(frame).not.toContain("event: lagged");
+              const data = frame.split("\n").find((l) => l.startsWith("data: "));
+              if (!data) continue; // a heartbeat
+              const ev = JSON.parse(data.slice(6)) as Ev;
+              streamed.push(ev);
+              streamCursor = ev.seq; // the last id read: where the next stream resumes
+            }
+          }
+        } catch {
+          // the daemon is gone: resume from the last id read after the restart
+        }
+      };
+      const load = [...Array.from({ length: WRITERS }, writer), subscriber(), streamer()];
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 400)));
       d.proc.kill("SIGKILL");
       alive = false;
@@ -78,6 +109,7 @@ describe("kill -9 under load", () => {
       }
       // nothing a subscriber saw can be undone by the crash
       expect(cursor).toBeLessThanOrEqual(h);
+      expect(streamCursor).toBeLessThanOrEqual(h);
     }
 
     // drain the tail after the last restart
@@ -104,6 +136,17 @@ describe("kill -9 under load", () => {
       if (p.body.events.length === 0) break;
     }
     expect(replay).toEqual(delivered);
+    // the streaming subscriber: exactly once and in order up to where it stopped reading,
+    // then the log's tail from its last id
+    expect(streamed.length, "most events reach the stream live, not from the tail").toBeGreaterThan(replay.length / 2);
+    const tail = await call(d.url, "POST", "/v1/watch", { from: streamCursor });
+    for (let c2 = streamCursor; ; ) {
+      const p = await call(d.url, "POST", "/v1/poll", { token: tail.body.token, cursor: c2, limit: 1000 });
+      streamed.push(...p.body.events);
+      c2 = p.body.cursor;
+      if (p.body.events.length === 0) break;
+    }
+    expect(streamed).toEqual(replay);
     // every acknowledged write's event carries it
     const bySeq = new Map(delivered.map((e) => [e.seq, e]));
     for (const [n, a] of acked) expect(bySeq.get(a.seq)?.added.some((x) => x.sentence === `(w N${n})`)).toBe(true);
