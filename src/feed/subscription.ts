@@ -6,7 +6,7 @@
 import { Ring } from "./ring.js";
 import type { CompiledWatch, WireEvent } from "./filter.js";
 
-export type WakeReason = "event" | "timeout" | "dropped" | "shutdown" | "aborted";
+export type WakeReason = "event" | "timeout" | "dropped" | "shutdown";
 
 export class Subscription {
   /** Every event the ring lost to overflow since the reader last acknowledged past them. */
@@ -74,19 +74,15 @@ export class Subscription {
     return this.waiters.size;
   }
 
-  /** Wait until a matching event, the end of `waitMs`, an unwatch/reap, shutdown, or `signal`. */
-  park(waitMs: number, signal?: AbortSignal): Promise<WakeReason> {
+  /** Wait until a matching event, the end of `waitMs`, an unwatch/reap, or shutdown (a parked poll). */
+  park(waitMs: number): Promise<WakeReason> {
     return new Promise((resolve) => {
-      if (signal?.aborted) return resolve("aborted");
-      const onAbort = () => done("aborted");
       const done = (reason: WakeReason) => {
         clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
         this.waiters.delete(done);
         resolve(reason);
       };
       const timer = setTimeout(() => done("timeout"), waitMs);
-      signal?.addEventListener("abort", onAbort);
       this.waiters.add(done);
     });
   }

@@ -103,30 +103,47 @@ export async function readSse(
   res: Response,
   until: (frames: SseFrame[]) => boolean,
 ): Promise<SseFrame[]> {
+  const frames: SseFrame[] = [];
+  if (until(frames)) return frames;
+  for await (const chunk of sseChunks(res)) {
+    frames.push(...chunk);
+    if (until(frames)) break;
+  }
+  return frames;
+}
+
+/**
+ * The frames of a streaming fetch body, a chunk's worth at a time, until the stream ends
+ * (or the caller stops iterating: the body is then cancelled).
+ */
+export async function* sseChunks(res: Response): AsyncGenerator<SseFrame[]> {
   const reader = res.body!.getReader();
   const dec = new TextDecoder();
   let buf = "";
-  const frames: SseFrame[] = [];
-  while (!until(frames)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i: number;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const f: SseFrame = { comment: [] };
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) f.comment.push(line.slice(1).trim());
-        else if (line.startsWith("id: ")) f.id = line.slice(4);
-        else if (line.startsWith("event: ")) f.event = line.slice(7);
-        else if (line.startsWith("data: ")) f.data = JSON.parse(line.slice(6));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      const frames: SseFrame[] = [];
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const f: SseFrame = { comment: [] };
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) f.comment.push(line.slice(1).trim());
+          else if (line.startsWith("id: ")) f.id = line.slice(4);
+          else if (line.startsWith("event: ")) f.event = line.slice(7);
+          else if (line.startsWith("data: ")) f.data = JSON.parse(line.slice(6));
+        }
+        frames.push(f);
       }
-      frames.push(f);
+      yield frames;
     }
+  } finally {
+    await reader.cancel().catch(() => undefined);
   }
-  await reader.cancel().catch(() => undefined);
-  return frames;
 }
 
 export interface SseFrame {

@@ -6,7 +6,7 @@
  * its socket's back-pressure) and resumes from the last event id it read.
  */
 import { describe, it, expect } from "vitest";
-import { spawnDaemon, call, tempDir, type Daemon } from "./helpers.js";
+import { spawnDaemon, call, tempDir, sseChunks, type Daemon } from "./helpers.js";
 
 const ROUNDS = 20;
 const WRITERS = 6;
@@ -68,21 +68,11 @@ describe("kill -9 under load", () => {
           const w = await call(url, "POST", "/v1/watch", { from: streamCursor });
           expect(w.body.ok).toBe(true);
           const res = await fetch(`${url}/v1/stream?token=${w.body.token}&cursor=${streamCursor}`);
-          const reader = res.body!.getReader();
-          const dec = new TextDecoder();
-          let buf = "";
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) return;
-            buf += dec.decode(value, { stream: true });
-            let i: number;
-            while ((i = buf.indexOf("\n\n")) >= 0) {
-              const frame = buf.slice(0, i);
-              buf = buf.slice(i + 2);
-              expect(frame).not.toContain("event: lagged");
-              const data = frame.split("\n").find((l) => l.startsWith("data: "));
-              if (!data) continue; // a heartbeat
-              const ev = JSON.parse(data.slice(6)) as Ev;
+          for await (const frames of sseChunks(res)) {
+            for (const f of frames) {
+              expect(f.event).not.toBe("lagged");
+              if (!f.id) continue; // a heartbeat
+              const ev = f.data as Ev;
               streamed.push(ev);
               streamCursor = ev.seq; // the last id read: where the next stream resumes
             }
