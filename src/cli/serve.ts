@@ -4,11 +4,12 @@
  * (port 0 picks a free port; the line gives the real one); logs go to stderr.
  *
  * Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 on bad flags or a failed start,
- * 2 when asked to bind a non-loopback address without KOINII_ADMIN_TOKEN.
+ * 2 when asked to bind a non-loopback address without KOINII_ADMIN_TOKEN, 3 when the store
+ * failed (K12: fail-stop; a supervisor restarts the daemon from the store of record).
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { openKb } from "../kb/index.js";
+import { openKb, DEFAULT_READ_LIMITS } from "../kb/index.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 
@@ -42,6 +43,9 @@ interface ServeOptions {
   shutdownGraceMs: number;
   feedRetentionEvents: number;
   maxPollLimit: number;
+  maxQuerySteps: number;
+  maxResults: number;
+  maxReadMs: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -63,13 +67,22 @@ export function registerServeCommand(program: Command): void {
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
+    .option("--max-query-steps <n>", "sentexes one read may examine (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxQuerySteps)
+    .option("--max-results <n>", "rows one read may answer: a query is truncated, a match refused (422 too-costly)", positive, DEFAULT_READ_LIMITS.maxResults)
+    .option("--max-read-ms <ms>", "time one read may run on the writer's thread (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxReadMs)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
       if (!isLoopback(o.listen) && !adminToken) {
         process.stderr.write(`koinii: refusing to bind ${o.listen} without KOINII_ADMIN_TOKEN (open mode is loopback only)\n`);
         process.exit(2);
       }
-      const kb = await openKb({ path: join(o.data, "koinii.db"), durability: o.durability, contextsDir: o.contexts, feedRetentionEvents: o.feedRetentionEvents });
+      const kb = await openKb({
+        path: join(o.data, "koinii.db"),
+        durability: o.durability,
+        contextsDir: o.contexts,
+        feedRetentionEvents: o.feedRetentionEvents,
+        readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
+      });
       const server = await createServer({
         kb,
         adminToken,
@@ -89,6 +102,12 @@ export function registerServeCommand(program: Command): void {
         server.log.info("stopped");
         process.exit(0);
       };
+      // K12: fail-stop. The server already refuses work and logged the reason; answer what is
+      // in flight, then exit non-zero so a supervisor restarts from the store of record.
+      kb.onFailure(() => {
+        stopping = true;
+        void server.close().finally(() => process.exit(3));
+      });
       process.on("SIGTERM", () => void stop("SIGTERM"));
       process.on("SIGINT", () => void stop("SIGINT"));
       const url = await server.listen(o.port, o.listen);

@@ -14,7 +14,7 @@
  */
 import { disputes, adjudication, belief, KbError, contextFor, type Kb } from "../kb/index.js";
 import { WireError } from "./errors.js";
-import { route, type RouteDeps, type RouteDef } from "./routes.js";
+import { route, readRoute, type RouteDeps, type RouteDef } from "./routes.js";
 import type { Access, Principal } from "./access.js";
 import * as s from "./schemas.js";
 
@@ -48,7 +48,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
   const wrote = (name: string) => metrics.writes.inc({ route: name });
   return [
     // ------------------------------------------------------------ disputes (reads)
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/disputes",
       summary: "Every dispute a context sees (it sees both sides), with its lifecycle state",
@@ -57,7 +57,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
       answer: s.disputesAnswer,
       handler: ({ body }) => ({ disputes: disputes.disputesIn(kb, body.context) }),
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/disputed",
       summary: "Hot path: is this sentence disputed where the context looks (one index bucket, no scan)",
@@ -66,7 +66,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
       answer: s.disputedAnswer,
       handler: ({ body }) => ({ disputed: disputes.disputed(kb, body.sentence, body.context) }),
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/dispute-state",
       summary: "The lifecycle state of one dispute: open, notified, stale or resolved",
@@ -145,7 +145,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
         return { withdrawn };
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/rulings",
       summary: "The handles of an arbiter's standing rulings on a dispute",
@@ -157,7 +157,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
         return { rulings: adjudication.standingRulings(kb, body.arbiter, body.id) };
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/who-ruled",
       summary: "Who ruled with this sentex, on which disputes, and when (null when it is no ruling)",
@@ -170,7 +170,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
       },
     }),
     // ------------------------------------------------------------ majority
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/tally",
       summary: "Distinct voters for and against a claim; a voter on both sides is spoiled and counted on neither",
@@ -193,7 +193,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
       },
     }),
     // ------------------------------------------------------------ contested premises, quarantine
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/contested",
       summary: "The handles in a sentence's support that are a side of a dispute the context sees",
@@ -231,7 +231,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
         return { removed };
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/quarantined",
       summary: "The handles a channel's except masks hide",
@@ -241,7 +241,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
       handler: ({ body }) => ({ handles: adjudication.quarantined(kb, body.context) }),
     }),
     // ------------------------------------------------------------ belief (K6)
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/believes",
       summary: "Does the agent believe the goal: a proof in its own context's cone (K6), with the bindings",
@@ -264,7 +264,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
         return { context: body.context, agents: belief.convenedAgents(kb, body.context) };
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/disagreements",
       summary: "Contradictions a context sees whose every side is a convened agent's own statement",
@@ -302,7 +302,7 @@ export function disputeRoutes(d: RouteDeps): RouteDef[] {
         return { restored };
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/disregards",
       summary: "The handles an agent has disregarded (default: the calling agent)",

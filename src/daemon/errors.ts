@@ -52,6 +52,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   // Not in wire.md; the engine refuses a sentence over a parse or derivation limit (docs/daemon.md).
   "limit-reached": 400,
   "unknown-handle": 404,
+  // A read over a named work bound (maxQuerySteps, maxResults, maxReadMs): narrow it.
+  "too-costly": 422,
   // Not in wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
   claimed: 409,
   "not-found": 404,
@@ -70,6 +72,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   // Not in wire.md: the daemon is stopping (SIGTERM) or the store closed (docs/daemon.md).
   "shutting-down": 503,
   closed: 503,
+  // K12: the store failed; the daemon stopped accepting work and is exiting (docs/daemon.md).
+  unavailable: 503,
 };
 
 export const WIRE_ERROR_TYPES = Object.keys(WIRE_ERROR_STATUS) as WireErrorType[];

@@ -48,6 +48,11 @@ export interface RouteDef {
   answer?: z.ZodType;
   /** Media type of a non-JSON answer (SSE, Prometheus text). */
   produces?: string;
+  /**
+   * A read of the KB (K11): its handler runs synchronously on memory, the answer waits until
+   * the seq it saw is durable and names it as `asOf` (see `readRoute`).
+   */
+  read?: boolean;
   handler(ctx: HandlerContext<any, any, any>): unknown;
 }
 
@@ -66,6 +71,25 @@ export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodT
   handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): Out<A> | Promise<Out<A>>;
 }): RouteDef {
   return def;
+}
+
+/**
+ * Type a read route (K11): a synchronous handler over the KB's memory; the server answers
+ * it once the seq it saw is durable, with `asOf` (that seq) added to the answer and its
+ * schema.
+ */
+export function readRoute<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodObject>(def: {
+  method: "GET" | "POST";
+  url: string;
+  summary: string;
+  access: RouteAccess;
+  body?: B;
+  params?: P;
+  query?: Q;
+  answer: A;
+  handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): Out<A>;
+}): RouteDef {
+  return { ...def, read: true, answer: def.answer.extend({ asOf: s.seq.describe("the durable seq this answer reflects") }) };
 }
 
 function sentexOr404(kb: Kb, handle: number) {
@@ -91,7 +115,14 @@ export function routes(d: RouteDeps): RouteDef[] {
       summary: "Liveness and the head seq; the only route that needs no token",
       access: "none",
       answer: s.healthAnswer,
-      handler: () => ({ seq: hub.headSeq, version: d.version }),
+      handler: ({ reply }) => {
+        // K12: a stopped daemon is not healthy; a supervisor reads the reason here.
+        if (kb.failure) {
+          reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon stopped: ${kb.failure.reason}`, reason: kb.failure.reason });
+          return { seq: hub.headSeq, version: d.version };
+        }
+        return { seq: hub.headSeq, version: d.version };
+      },
     }),
     route({
       method: "POST",
@@ -122,7 +153,7 @@ export function routes(d: RouteDeps): RouteDef[] {
         return r;
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/check-edit",
       summary: "Every problem a batch would meet; stores nothing",
@@ -146,7 +177,7 @@ export function routes(d: RouteDeps): RouteDef[] {
         return r;
       },
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/query",
       summary: "Cone-aware query: solutions as variable bindings in canonical text",
@@ -155,7 +186,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       answer: s.queryAnswer,
       handler: ({ body }) => kb.query(body.goal, body.context, { limit: body.limit }),
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/match",
       summary: "Believed sentexes stored exactly in a context (?ctx = any) matching a literal",
@@ -164,7 +195,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       answer: s.matchAnswer,
       handler: ({ body }) => ({ sentexes: kb.match(body.sentence, body.context) }),
     }),
-    route({
+    readRoute({
       method: "GET",
       url: "/v1/sentex/:handle",
       summary: "One stored sentex by handle",
@@ -173,7 +204,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       answer: s.sentexAnswer,
       handler: ({ params }) => ({ sentex: sentexOr404(kb, Number(params.handle)) }),
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/why",
       summary: "Why a sentex is (not) believed: premise, justifications, reason",
@@ -182,7 +213,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       answer: s.whyAnswer,
       handler: ({ body }) => kb.why(body.handle),
     }),
-    route({
+    readRoute({
       method: "POST",
       url: "/v1/contradictions",
       summary: "Default/default contradictions and monotonic/monotonic conflicts visible from a context",
@@ -298,7 +329,7 @@ export function routes(d: RouteDeps): RouteDef[] {
         return { agent: id, context: contextFor(id), token };
       },
     }),
-    route({
+    readRoute({
       method: "GET",
       url: "/v1/agents",
       summary: "Registered agents with their context, display name and trust",

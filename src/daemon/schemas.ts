@@ -6,7 +6,7 @@
 import { z } from "zod";
 
 const handle = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe("a sentex handle");
-const seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("a change-feed sequence number");
+export const seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("a change-feed sequence number");
 const sentence = z.string().describe("a sentence in s-expression text, e.g. (usesDatabase ProdCluster Postgres)");
 const context = z.string().describe("a context symbol, Cx + CapitalCamelCase");
 const strength = z.enum(["default", "monotonic"]);

@@ -111,7 +111,6 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     {
       onEvent: () => metrics.events.inc(),
       onLost: (n) => metrics.lost.inc(n),
-      onInvariant: (message) => log.error({ invariant: true }, message),
     },
     { now: opts.now, parseLimits: kb.engine.limits },
   );
@@ -128,9 +127,18 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   app.decorateRequest("principal", null as unknown as Principal);
 
   let closing = false;
+  // K12: the KB stopped. Say so once, answer what is parked, refuse everything but /health
+  // and /metrics; the process owner (koinii serve) exits non-zero after in-flight answers.
+  kb.onFailure((f) => {
+    log.fatal({ reason: f.reason, err: f.error }, "the store failed: refusing work and stopping");
+    hub.shutdown();
+  });
   const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
 
   app.addHook("onRequest", async (req, reply) => {
+    if (kb.failure && req.routeOptions.url !== "/health" && req.routeOptions.url !== "/metrics") {
+      throw new WireError("unavailable", `the daemon stopped: ${kb.failure.reason}`);
+    }
     if (closing) throw new WireError("shutting-down", "the daemon is shutting down");
     const origin = req.headers.origin;
     if (origin !== undefined && !originAllowed(origin, req, allowedOrigins)) {
@@ -175,7 +183,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
         const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
-        const out = await def.handler({ body, params, query, principal: request.principal, request, reply });
+        const ctx = { body, params, query, principal: request.principal, request, reply };
+        const out = def.read ? await readAt(kb, () => def.handler(ctx)) : await def.handler(ctx);
         if (reply.sent) return reply;
         return reply.send({ ok: true, ...(out as object) });
       },
@@ -223,6 +232,16 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       return closed;
     },
   };
+}
+
+/** A read route's answer with the durable seq it reflects (K11). */
+async function readAt(kb: Kb, fn: () => unknown): Promise<object> {
+  const { value, asOf } = await kb.read(() => {
+    const v = fn();
+    if (v instanceof Promise) throw new Error("invariant: a read route's handler must be synchronous (it runs at one seq)");
+    return v as object;
+  });
+  return { ...value, asOf };
 }
 
 function parseOr400<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, value: unknown, where: string): T {

@@ -7,6 +7,7 @@
  *   const { token, cursor } = hub.watch(principal, { goal: "(dog ?x)", context: "CxPets" });
  *   const { events, cursor: next, lagged } = await hub.poll(principal, { token, cursor, waitMs: 5000 });
  */
+import { performance } from "node:perf_hooks";
 import { nanoid } from "nanoid";
 import type { Kb, FeedEvent, EngineLimits } from "../kb/index.js";
 import { FeedError } from "./errors.js";
@@ -31,6 +32,11 @@ export interface FeedLimits {
   maxPollLimit: number;
   /** Durable-log events one poll examines before answering with the cursor it reached. */
   maxScanEvents: number;
+  /**
+   * Milliseconds one slice of a log replay may run on the writer's thread before it yields
+   * (a poll answers with the cursor it reached, a stream goes on after a turn).
+   */
+  maxScanMs: number;
 }
 
 export const DEFAULT_FEED_LIMITS: FeedLimits = {
@@ -42,6 +48,7 @@ export const DEFAULT_FEED_LIMITS: FeedLimits = {
   defaultPollLimit: 1000,
   maxPollLimit: 10_000,
   maxScanEvents: 10_000,
+  maxScanMs: 10,
 };
 
 /** Who is asking: subscriptions belong to their owner; the admin may see and act on all. */
@@ -91,9 +98,10 @@ export interface WatcherInfo {
 export interface FeedHooks {
   onEvent?(seq: number): void;
   onLost?(count: number): void;
-  /** An invariant broke (seq out of order): fail loudly, never silently. */
-  onInvariant?(message: string): void;
 }
+
+/** Let the writer and every other request run before the next slice of a long loop (K11). */
+const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export interface PreparedStream {
   readonly sub: Subscription;
@@ -134,7 +142,7 @@ export class FeedHub {
     for (const [k, v] of Object.entries(this.limits)) {
       if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`feed limit ${k} must be a positive integer, got ${v}`);
     }
-    this.published = kb.committedSeq;
+    this.published = kb.headSeq;
     this.sees = (a, b) => kb.sees(a, b);
     this.unlisten = kb.onEvent((ev) => this.onEvent(ev));
     this.reaper = setInterval(() => this.reapIdle(), Math.max(250, Math.min(60_000, Math.floor(this.limits.idleReapMs / 4))));
@@ -176,10 +184,13 @@ export class FeedHub {
     return n;
   }
 
+  /**
+   * Fan one durable event out. Never throws by contract: a throw here is a broken invariant,
+   * and the KB stops on it (K12) rather than let a subscriber silently miss the event.
+   */
   private onEvent(ev: FeedEvent): void {
     // K2: seq strictly increases by one per published event.
-    if (ev.seq !== this.published + 1) this.hooks.onInvariant?.(`feed seq ${ev.seq} published after ${this.published}`);
-    if (ev.seq <= this.published) return;
+    if (ev.seq !== this.published + 1) throw new Error(`invariant: feed seq ${ev.seq} published after ${this.published}`);
     this.published = ev.seq;
     this.hooks.onEvent?.(ev.seq);
     if (this.subs.size === 0) return;
@@ -255,7 +266,7 @@ export class FeedHub {
     // A log scan that stopped at maxScanEvents with nothing matched goes on after yielding
     // the event loop, so an answer without events always means "caught up" (wire.md).
     while (answer.events.length === 0 && answer.lagged === 0 && answer.cursor < sub.logUpTo) {
-      await new Promise((r) => setImmediate(r));
+      await yieldTurn();
       if (this.subs.get(sub.token) !== sub) throw unknownSubscription();
       answer = this.collect(sub, answer.cursor, limit);
     }
@@ -319,7 +330,15 @@ export class FeedHub {
     const heartbeat = setInterval(() => write(": heartbeat\n\n"), heartbeatMs);
     void sink.gone.then(() => handle.close());
     try {
+      // K11: a replay is sliced (maxScanEvents, maxScanMs); between two slices that awaited
+      // nothing (no drain, no live follow) the loop yields a turn, so the writer runs.
+      let mustYield = false;
       while (!stop.signal.aborted && !sink.closed && !this.closing && this.subs.get(sub.token) === sub) {
+        if (mustYield) {
+          await yieldTurn();
+          if (stop.signal.aborted || sink.closed || this.closing || this.subs.get(sub.token) !== sub) break;
+        }
+        mustYield = true;
         sub.ack(cursor);
         sub.polledAt = this.now();
         const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
@@ -334,10 +353,14 @@ export class FeedHub {
           cursor = answer.cursor; // nothing matched up to here: move on (a log scan may have stopped at its bound)
           if (cursor < this.published) continue;
           const followed = await this.follow(sub, write, cursor, follower);
+          mustYield = false;
           cursor = followed.cursor;
           ok = !followed.pushedBack;
         }
-        if (!ok && !stop.signal.aborted) await Promise.race([sink.drained(), sink.gone, stopped]);
+        if (!ok && !stop.signal.aborted) {
+          await Promise.race([sink.drained(), sink.gone, stopped]);
+          mustYield = false;
+        }
       }
     } finally {
       clearInterval(heartbeat);
@@ -462,9 +485,10 @@ export class FeedHub {
       lagged += this.retentionLag(pos, sub.logUpTo);
       pos = Math.max(pos, Math.min(this.kb.oldestRetainedSeq() - 1, sub.logUpTo));
       let scanned = 0;
+      const startedMs = performance.now();
       while (pos < sub.logUpTo && events.length < limit) {
-        if (scanned >= this.limits.maxScanEvents) return { events, cursor: pos, lagged };
-        const batch = this.kb.readEvents(pos, Math.min(1000, sub.logUpTo - pos));
+        if (scanned >= this.limits.maxScanEvents || performance.now() - startedMs > this.limits.maxScanMs) return { events, cursor: pos, lagged };
+        const batch = this.kb.readEvents(pos, Math.min(100, sub.logUpTo - pos));
         if (batch.length === 0) {
           pos = sub.logUpTo;
           break;

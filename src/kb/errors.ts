@@ -21,6 +21,10 @@ export const KB_ERROR_TYPES = [
   "claimed",
   "arbiter-is-party",
   "not-own-statement",
+  // K12: the store failed (I/O error, full disk, broken invariant); the KB stopped.
+  "unavailable",
+  // K11: a read over its work bound (steps, results or time).
+  "too-costly",
 ] as const;
 
 export type KbErrorType = (typeof KB_ERROR_TYPES)[number];

@@ -10,16 +10,26 @@
  * K9: a write is checked and applied synchronously (no await between check and apply),
  * persisted into the turn's open transaction, and answered only after the group commit;
  * its event is handed to listeners right after the commit, in seq order.
+ *
+ * K11: a read (`read`) is computed from memory at the applied seq and answered only once
+ * that seq is durable, naming it (`asOf`); every read is bounded in steps, results and time
+ * (`ReadLimits`), so the writer's thread never runs unbounded work.
+ *
+ * K12: fail-stop. A store failure (a statement, the COMMIT, the fsync) or a broken
+ * invariant after `engine.apply` leaves memory ahead of disk: the KB stops (`failure`),
+ * refuses every later write and read with `unavailable`, rolls back what was not
+ * committed, and tells `onFailure` listeners once. The store of record is the truth on
+ * the next open.
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
 import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded } from "./engine.js";
-import { Store, type Durability } from "./store.js";
+import { Store, type Durability, type FsyncFn } from "./store.js";
 import { type Node, OUT, IN_MONO } from "./node.js";
 import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
 import { goalShape, literalShape, checkContextName } from "./sentence.js";
-import { solve, matchExact } from "./query.js";
+import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
 import { loadContextsDir } from "./loader.js";
 
 export interface SentexRecord {
@@ -103,8 +113,22 @@ export interface KbOptions {
   feedRetentionEvents?: number;
   /** Injected clock (epoch ms) for createdAt. */
   now?: () => number;
-  /** Most solutions a query returns unless it asks for fewer. */
-  maxQuerySolutions?: number;
+  /** Work bounds of every read (K11): steps, results, time. */
+  readLimits?: Partial<ReadLimits>;
+  /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
+  fsync?: FsyncFn;
+}
+
+/** Why the KB stopped (K12). */
+export interface KbFailure {
+  reason: string;
+  error: unknown;
+}
+
+/** A read's answer and the durable seq it reflects. */
+export interface ReadAt<T> {
+  value: T;
+  asOf: number;
 }
 
 export type EventListener = (event: FeedEvent) => void;
@@ -114,9 +138,11 @@ export class Kb {
   readonly store: Store;
   readonly durability: Durability;
   readonly feedRetentionEvents: number;
-  readonly maxQuerySolutions: number;
+  readonly readLimits: ReadLimits;
   private readonly listeners = new Set<EventListener>();
+  private readonly failureListeners = new Set<(f: KbFailure) => void>();
   private closed = false;
+  private failed: KbFailure | undefined;
   /** The newest seq whose group has committed and whose event has been published. */
   private published: number;
   private writesSinceprune = 0;
@@ -126,13 +152,17 @@ export class Kb {
     this.store = store;
     this.durability = opts.durability ?? "full";
     this.feedRetentionEvents = opts.feedRetentionEvents ?? 1_000_000;
-    this.maxQuerySolutions = opts.maxQuerySolutions ?? 10_000;
+    this.readLimits = { ...DEFAULT_READ_LIMITS, ...opts.readLimits };
+    for (const [k, v] of Object.entries(this.readLimits)) {
+      if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`read limit ${k} must be a positive integer, got ${v}`);
+    }
     this.published = engine.headSeq;
+    store.onFailure = (e) => this.fail(e);
   }
 
   static async open(opts: KbOptions): Promise<Kb> {
     if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
-    const store = await Store.open(opts.path, opts.durability ?? "full");
+    const store = await Store.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync });
     const engine = new Engine({ limits: opts.limits, now: opts.now });
     const meta = store.meta();
     const rebuilt = engine.rebuild(store.rows(), meta.nextHandle, meta.headSeq);
@@ -149,14 +179,43 @@ export class Kb {
     return kb;
   }
 
-  /** The newest seq applied in memory; it may belong to a group not yet committed. */
-  get headSeq(): number {
+  /** The newest seq applied in memory; it may belong to a group not yet durable (never tell a reader). */
+  get appliedSeq(): number {
     return this.engine.headSeq;
   }
 
   /** The newest seq that is durable and published: what a reader may be told. */
-  get committedSeq(): number {
+  get headSeq(): number {
     return this.published;
+  }
+
+  /** Why the KB stopped, once it has (K12); undefined while healthy. */
+  get failure(): KbFailure | undefined {
+    return this.failed;
+  }
+
+  /** Hear the KB stop (K12), once. Returns the unsubscribe function. */
+  onFailure(listener: (f: KbFailure) => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * Stop for good (K12): memory may be ahead of the store, so nothing more is written or
+   * read; what was not committed is rolled back; listeners hear it once.
+   */
+  fail(error: unknown, reason?: string): void {
+    if (this.failed) return;
+    const why = reason ?? `the store failed: ${error instanceof Error ? error.message : String(error)}`;
+    this.failed = { reason: why, error };
+    this.store.abort(error);
+    for (const l of this.failureListeners) {
+      try {
+        l(this.failed);
+      } catch {
+        // a listener's own failure cannot make the stop less final
+      }
+    }
   }
 
   get size(): number {
@@ -175,8 +234,8 @@ export class Kb {
     const outcome = this.write([prepared], []);
     const handle = outcome.addedHandles[0]!;
     const node = this.engine.index.byHandle.get(handle);
-    await this.store.durable();
-    const result: AssertResult = { handle, seq: outcome.seq ?? node?.seq ?? this.headSeq, created: outcome.createdFlags[0]! };
+    await this.durable();
+    const result: AssertResult = { handle, seq: outcome.seq ?? node?.seq ?? this.appliedSeq, created: outcome.createdFlags[0]! };
     if (outcome.bounded) result.bounded = outcome.bounded;
     return result;
   }
@@ -187,8 +246,8 @@ export class Kb {
     if (!Number.isSafeInteger(handle) || handle < 1) throw new KbError("bad-request", `a handle is a positive integer, got ${JSON.stringify(handle)}`);
     if (!this.engine.index.byHandle.has(handle)) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
     const outcome = this.write([], [handle]);
-    await this.store.durable();
-    return { seq: outcome.seq ?? this.headSeq, removed: outcome.removedHandles };
+    await this.durable();
+    return { seq: outcome.seq ?? this.appliedSeq, removed: outcome.removedHandles };
   }
 
   /** Every problem a batch would meet, each with `in` and `index`; stores nothing. */
@@ -206,15 +265,37 @@ export class Kb {
     const { problems, prepared } = this.engine.checkEdit(batch.add ?? [], batch.remove ?? []);
     if (problems.length) throw new KbError("inadmissible", `the batch has ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was stored`, { problems });
     const outcome = this.write(prepared, batch.remove ?? []);
-    await this.store.durable();
-    const result: EditResult = { seq: outcome.seq ?? this.headSeq, added: outcome.addedHandles, removed: outcome.removedHandles };
+    await this.durable();
+    const result: EditResult = { seq: outcome.seq ?? this.appliedSeq, added: outcome.addedHandles, removed: outcome.removedHandles };
     if (outcome.bounded) result.bounded = outcome.bounded;
     return result;
   }
 
-  /** Synchronous core of every write: apply, persist into the open transaction, queue the event. */
+  /** Resolves once every write so far is durable; a store failure stops the KB (K12). */
+  private async durable(): Promise<void> {
+    try {
+      await this.store.durable();
+    } catch (e) {
+      this.fail(e);
+      throw this.unavailable();
+    }
+  }
+
+  /**
+   * Synchronous core of every write: apply, persist into the open transaction, queue the
+   * event. Anything thrown after `engine.apply` began leaves memory mutated: fail-stop (K12).
+   */
   private write(adds: Parameters<Engine["apply"]>[0], removes: readonly number[]): WriteOutcome {
     this.store.begin();
+    try {
+      return this.applyAndPersist(adds, removes);
+    } catch (e) {
+      this.fail(e);
+      throw this.unavailable();
+    }
+  }
+
+  private applyAndPersist(adds: Parameters<Engine["apply"]>[0], removes: readonly number[]): WriteOutcome {
     const outcome = this.engine.apply(adds, removes, this.engine.headSeq + 1);
     if (outcome.seq === undefined) return outcome;
     const seq = outcome.seq;
@@ -237,13 +318,24 @@ export class Kb {
     return outcome;
   }
 
+  /**
+   * Hand a durable event to every listener, in seq order. Listeners are the feed hubs,
+   * which never throw by contract: one that does broke an invariant, and a listener
+   * skipped would silently miss the event, so the KB stops (K12).
+   */
   private publish(event: FeedEvent): void {
+    if (this.failed) return;
+    if (event.seq !== this.published + 1) {
+      this.fail(new Error(`invariant: seq ${event.seq} published after ${this.published}`), `invariant broken: seq ${event.seq} published after ${this.published}`);
+      return;
+    }
     this.published = event.seq;
     for (const l of this.listeners) {
       try {
         l(event);
-      } catch {
-        // A throwing listener loses only its own delivery (reference §6.1).
+      } catch (e) {
+        this.fail(e, `invariant broken: a feed listener threw on seq ${event.seq}: ${e instanceof Error ? e.message : String(e)}`);
+        return;
       }
     }
   }
@@ -261,12 +353,29 @@ export class Kb {
 
   /** The oldest seq the durable log still holds (head + 1 when empty). */
   oldestRetainedSeq(): number {
-    return this.store.oldestEventSeq() ?? this.headSeq + 1;
+    return this.store.oldestEventSeq() ?? this.published + 1;
   }
 
   // ------------------------------------------------------------ reads
 
+  /**
+   * A read as a reader may see it (K11): `fn` runs now, on memory at the applied seq, and
+   * the answer waits until that seq is durable (at most the group in flight and its fsync),
+   * naming it as `asOf`. A store failure meanwhile refuses the read (`unavailable`).
+   *
+   *   const { value, asOf } = await kb.read(() => kb.query("(dog ?x)", "CxPets"));
+   */
+  async read<T>(fn: () => T): Promise<ReadAt<T>> {
+    this.checkUsable();
+    const asOf = this.engine.headSeq;
+    const value = fn();
+    if (asOf > this.published) await this.durable();
+    this.checkUsable();
+    return { value, asOf };
+  }
+
   sentex(handle: number): SentexRecord | undefined {
+    this.checkUsable();
     const n = this.engine.index.byHandle.get(handle);
     return n ? this.record(n) : undefined;
   }
@@ -276,23 +385,27 @@ export class Kb {
    * as negation as failure. Solutions map each variable to canonical text.
    */
   query(goal: string, context: string, opts: { limit?: number } = {}): { solutions: Record<string, string>[]; truncated: boolean } {
+    this.checkUsable();
     const ctx = checkContextName(context);
     const g = goalShape(parseTerm(goal, this.engine.limits));
-    const limit = Math.min(opts.limit ?? this.maxQuerySolutions, this.maxQuerySolutions);
+    const limit = Math.min(opts.limit ?? this.readLimits.maxResults, this.readLimits.maxResults);
     if (!Number.isSafeInteger(limit) || limit < 0) throw new KbError("bad-request", "limit must be a whole number");
-    const { solutions, truncated } = solve(this.engine.index, this.visibleFrom(ctx), g, limit);
+    const { solutions, truncated } = solve(this.engine.index, this.visibleFrom(ctx), g, limit, new ReadBudget(this.readLimits));
     return { solutions: solutions.map(printSolution), truncated };
   }
 
   /** Believed sentexes stored exactly in `context` (`?ctx` = any context) matching a literal. */
   match(sentence: string, context: string): SentexRecord[] {
+    this.checkUsable();
     const ctx = context.startsWith("?") ? context : checkContextName(context);
     const lit = literalShape(parseTerm(sentence, this.engine.limits));
-    return matchExact(this.engine.index, ctx, lit.neg, lit.atom, (n, c) => this.engine.hiddenFrom(n, c)).map((n) => this.record(n));
+    const budget = new ReadBudget(this.readLimits);
+    return matchExact(this.engine.index, ctx, lit.neg, lit.atom, (n, c) => this.engine.hiddenFrom(n, c), budget).map((n) => this.record(n));
   }
 
   /** Believed, premise, every justification (rule, antecedents, genlCx edges crossed), and a reason when not believed. */
   why(handle: number): WhyResult {
+    this.checkUsable();
     const n = this.engine.index.byHandle.get(handle);
     if (!n) {
       const t = this.store.tombstone(handle);
@@ -309,6 +422,7 @@ export class Kb {
 
   /** Believed default/default contradictions and monotonic/monotonic conflicts visible from `context`. */
   contradictions(context: string): { contradictions: ClashEntry[]; conflicts: ClashEntry[] } {
+    this.checkUsable();
     const ctx = checkContextName(context);
     const entries = this.engine.clashes(ctx).map((c): ClashEntry => ({
       id: clashId(c.sides[0].h, c.sides[1].h),
@@ -366,6 +480,16 @@ export class Kb {
 
   private checkOpen(): void {
     if (this.closed) throw new KbError("closed", "the knowledge base is closed");
+    this.checkUsable();
+  }
+
+  /** After a failure memory may hold what the store refused: refuse every read and write (K12). */
+  private checkUsable(): void {
+    if (this.failed) throw this.unavailable();
+  }
+
+  private unavailable(): KbError {
+    return new KbError("unavailable", `the knowledge base stopped: ${this.failed?.reason ?? "the store failed"}; restart it from the store of record`);
   }
 
   /** Commit what is pending and close the store. */

@@ -6,7 +6,13 @@
  * `(not S)` matches stored negations (classical negation, never absence); `(unknown G)` is
  * negation as failure: it holds when G has no solution under the current bindings.
  * `matchExact` is the exact-context read (`?ctx`, or any variable, means every context).
+ *
+ * K11: every read runs on the writer's thread, so every read is bounded. A `ReadBudget`
+ * counts steps (stored sentexes examined), results and elapsed time; over any of them the
+ * read stops at once and is refused `too-costly`, naming the bound.
  */
+import { performance } from "node:perf_hooks";
+import { KbError } from "./errors.js";
 import { type Bindings, type List, type Term, matchTerm, substitute, printTerm, isVariable } from "./term.js";
 import { type Goal } from "./sentence.js";
 import { type Node, OUT, predKey } from "./node.js";
@@ -30,7 +36,56 @@ function boundCount(g: Goal, b: Bindings): number {
 /** Which stored nodes a read may see (the cone, minus `except` masks). */
 export type Visible = (n: Node) => boolean;
 
-export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: number): SolveResult {
+/** The work bounds of one read, each with its unit in its name. */
+export interface ReadLimits {
+  /** Stored sentexes one read may examine (every candidate of every literal, NAF included). */
+  maxQuerySteps: number;
+  /** Rows one read may answer: a query is truncated there, a match over it is refused. */
+  maxResults: number;
+  /** Wall-clock milliseconds one read may run on the writer's thread. */
+  maxReadMs: number;
+}
+
+/**
+ * Defaults measured on a two-core machine: 200 000 steps take 20-60 ms, so a write that
+ * arrives behind the worst read the bounds allow waits well under 100 ms.
+ */
+export const DEFAULT_READ_LIMITS: ReadLimits = { maxQuerySteps: 200_000, maxResults: 10_000, maxReadMs: 50 };
+
+/** How often (in steps) a read looks at the clock. */
+const CLOCK_EVERY_STEPS = 256;
+
+/** One read's meter: `step()` per sentex examined; throws `too-costly` past a bound. */
+export class ReadBudget {
+  steps = 0;
+  private readonly startedMs = performance.now();
+
+  constructor(readonly limits: ReadLimits) {}
+
+  step(): void {
+    const n = ++this.steps;
+    if (n > this.limits.maxQuerySteps) {
+      throw new KbError("too-costly", `the read examined more than ${this.limits.maxQuerySteps} sentexes (maxQuerySteps); bind more of the goal or narrow the context`, {
+        details: { bound: "maxQuerySteps", limit: this.limits.maxQuerySteps },
+      });
+    }
+    if (n % CLOCK_EVERY_STEPS === 0 && performance.now() - this.startedMs > this.limits.maxReadMs) {
+      throw new KbError("too-costly", `the read ran past ${this.limits.maxReadMs} ms (maxReadMs); bind more of the goal or narrow the context`, {
+        details: { bound: "maxReadMs", limit: this.limits.maxReadMs },
+      });
+    }
+  }
+
+  results(n: number): void {
+    if (n > this.limits.maxResults) {
+      throw new KbError("too-costly", `the read would answer more than ${this.limits.maxResults} rows (maxResults); narrow the pattern or the context`, {
+        details: { bound: "maxResults", limit: this.limits.maxResults },
+      });
+    }
+  }
+}
+
+export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: number, budget: ReadBudget): SolveResult {
   const solutions: Bindings[] = [];
   const seen = new Set<string>();
   let truncated = false;
@@ -45,12 +100,12 @@ export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: numb
     solutions.push(b);
     return true;
   };
-  run(index, visible, [goal], {}, emit);
+  run(index, visible, budget, [goal], {}, emit);
   return { solutions, truncated };
 }
 
 /** Depth-first evaluation of a goal list; `emit` returns false to stop. */
-function run(index: MemIndex, visible: Visible, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
+function run(index: MemIndex, visible: Visible, budget: ReadBudget, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
   if (goals.length === 0) return emit(b);
   // Pick the most-bound goal next (NAF waits until the literals have bound what they can).
   let pick = 0;
@@ -67,21 +122,22 @@ function run(index: MemIndex, visible: Visible, goals: Goal[], b: Bindings, emit
   const rest = goals.filter((_, i) => i !== pick);
   switch (g.kind) {
     case "and":
-      return run(index, visible, [...g.goals, ...rest], b, emit);
+      return run(index, visible, budget, [...g.goals, ...rest], b, emit);
     case "unknown": {
       let found = false;
-      run(index, visible, [g.goal], b, () => {
+      run(index, visible, budget, [g.goal], b, () => {
         found = true;
         return false;
       });
-      return found ? true : run(index, visible, rest, b, emit);
+      return found ? true : run(index, visible, budget, rest, b, emit);
     }
     case "lit": {
       const pattern = substitute(g.lit.atom, b) as List;
       for (const n of index.candidates(predKey(g.lit.neg, pattern[0] as string), pattern)) {
+        budget.step();
         if (n.label === OUT || !visible(n)) continue;
         const b2 = matchTerm(pattern, n.atom, b);
-        if (b2 && !run(index, visible, rest, b2, emit)) return false;
+        if (b2 && !run(index, visible, budget, rest, b2, emit)) return false;
       }
       return true;
     }
@@ -89,12 +145,16 @@ function run(index: MemIndex, visible: Visible, goals: Goal[], b: Bindings, emit
 }
 
 /** Believed sentexes stored exactly in `ctx` (any context when ctx is a variable) matching a literal. */
-export function matchExact(index: MemIndex, ctx: string, neg: boolean, pattern: List, hidden: (n: Node, ctx: string) => boolean): Node[] {
+export function matchExact(index: MemIndex, ctx: string, neg: boolean, pattern: List, hidden: (n: Node, ctx: string) => boolean, budget: ReadBudget): Node[] {
   const any = isVariable(ctx);
   const out: Node[] = [];
   for (const n of index.candidates(predKey(neg, pattern[0] as string), pattern)) {
+    budget.step();
     if (n.label === OUT || (!any && (n.ctx !== ctx || hidden(n, ctx)))) continue;
-    if (matchTerm(pattern, n.atom, {})) out.push(n);
+    if (matchTerm(pattern, n.atom, {})) {
+      out.push(n);
+      budget.results(out.length);
+    }
   }
   return out.sort((a, b) => a.h - b.h);
 }

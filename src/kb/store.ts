@@ -12,14 +12,27 @@
  * (one fsync serves them all) instead of waiting behind a blocked loop. SQLite itself runs
  * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
  * each COMMIT is what makes an acknowledged write survive a power loss.
+ *
+ * Fail-stop (K12): the first failure (a statement, the COMMIT, the fsync) rolls back the
+ * open transaction, rejects every writer not yet answered, refuses every later write, and
+ * tells the owner once through `onFailure`. Groups already committed still finish their
+ * fsync and are answered when it succeeds: they are durable.
  */
 import Database from "better-sqlite3";
-import { openSync, fsync, fsyncSync, closeSync, existsSync } from "node:fs";
+import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, type Migration, type MigrationProvider, sql, type Generated, type CompiledQuery } from "kysely";
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
 
 export type Durability = "full" | "normal";
+
+/** The fsync seam: node's `fs.fsync` unless a test simulates the disk (a power cut). */
+export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
+
+export interface StoreOptions {
+  /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
+  fsync?: FsyncFn;
+}
 
 interface SentexTable {
   handle: number;
@@ -123,12 +136,16 @@ export class Store {
   private unsynced: Group[] = [];
   private syncing: Group[] | undefined;
   private syncDone: Promise<void> | undefined;
+  private readonly fsyncFn: FsyncFn;
   /** Commits so far (for metrics and tests). */
   commits = 0;
+  /** Called once, with the first failure (K12). */
+  onFailure: ((e: unknown) => void) | undefined;
 
-  private constructor(db: Database.Database, kysely: Kysely<Schema>, walPath: string | undefined) {
+  private constructor(db: Database.Database, kysely: Kysely<Schema>, walPath: string | undefined, opts: StoreOptions) {
     this.db = db;
     this.kysely = kysely;
+    this.fsyncFn = opts.fsync ?? fsync;
     if (walPath) this.walFd = openSync(walPath, "r+");
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);
@@ -159,7 +176,7 @@ export class Store {
   }
 
   /** Open (creating and migrating as needed) the store file at `path`. */
-  static async open(path: string, durability: Durability): Promise<Store> {
+  static async open(path: string, durability: Durability, opts: StoreOptions = {}): Promise<Store> {
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
@@ -171,7 +188,7 @@ export class Store {
     const ownSync = durability === "full" && path !== ":memory:" && existsSync(wal);
     // Without a WAL file to fsync ourselves, `full` falls back to SQLite's own fsync per COMMIT.
     if (durability === "full" && !ownSync) db.pragma("synchronous = FULL");
-    return new Store(db, kysely, ownSync ? wal : undefined);
+    return new Store(db, kysely, ownSync ? wal : undefined, opts);
   }
 
   meta(): StoreMeta {
@@ -209,6 +226,11 @@ export class Store {
     else fn();
   }
 
+  /** The first failure, once the store has stopped (K12). */
+  get failure(): unknown {
+    return this.failed;
+  }
+
   commit(): void {
     if (!this.inTx) return;
     const waiters = this.waiters;
@@ -220,15 +242,8 @@ export class Store {
       this.stmts.commit!.run();
       this.commits++;
     } catch (e) {
-      // A failed commit leaves memory ahead of disk: stop accepting writes (fail-stop).
-      this.failed = e;
-      try {
-        this.db.exec("ROLLBACK");
-      } catch {
-        /* already rolled back */
-      }
-      this.inTx = false;
-      for (const w of waiters) w.reject(e);
+      this.waiters = waiters;
+      this.abort(e);
       return;
     }
     this.inTx = false;
@@ -240,17 +255,42 @@ export class Store {
     }
   }
 
+  /**
+   * Stop for good (K12): roll back the open transaction (its writes were never committed,
+   * so never visible to a reader), reject its writers and every later one. Groups already
+   * committed finish their fsync. Idempotent; `onFailure` hears the first failure only.
+   */
+  abort(e: unknown): void {
+    const first = this.failed === undefined;
+    if (first) this.failed = e;
+    if (this.inTx) {
+      this.inTx = false;
+      try {
+        this.db.exec("ROLLBACK");
+      } catch {
+        // SQLite already rolled back (an I/O error does); nothing is left open either way
+      }
+      const waiters = this.waiters;
+      this.waiters = [];
+      this.afterCommit = [];
+      this.pendingMeta = undefined;
+      for (const w of waiters) w.reject(this.failed);
+    }
+    if (first) this.onFailure?.(e);
+  }
+
   /** fsync the WAL for every group committed so far, then answer them in order. */
   private syncWal(): void {
     const batch = (this.syncing = this.unsynced);
     this.unsynced = [];
     this.syncDone = new Promise((done) => {
-      fsync(this.walFd!, (err) => {
+      this.fsyncFn(this.walFd!, (err) => {
         this.syncing = undefined;
         if (err) {
-          this.failed = err; // the disk refused: fail-stop, nothing more is acknowledged
+          // The disk refused: nothing it may have lost is acknowledged (fail-stop).
           for (const g of [...batch, ...this.unsynced]) for (const w of g.waiters) w.reject(err);
           this.unsynced = [];
+          this.abort(err);
         } else {
           for (const g of batch) release(g);
           if (this.unsynced.length) this.syncWal();
@@ -312,14 +352,10 @@ export class Store {
   }
 
   async close(): Promise<void> {
-    this.commit();
+    if (this.failed === undefined) this.commit();
+    // commit() started the fsync of the last group; each finished fsync starts the next.
     while (this.syncing) await this.syncDone;
     if (this.walFd !== undefined) {
-      if (this.unsynced.length) {
-        fsyncSync(this.walFd);
-        for (const g of this.unsynced) release(g);
-        this.unsynced = [];
-      }
       closeSync(this.walFd);
       this.walFd = undefined;
     }

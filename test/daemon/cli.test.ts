@@ -19,7 +19,7 @@ describe("koinii client verbs", () => {
   it("assert, query and retract print the daemon's answer; a refusal exits 1 with its JSON on stderr", async () => {
     const a = await koinii("assert", "(dog Muffet)", "-c", "CxPets");
     expect(a).toMatchObject({ ok: true, created: true });
-    expect(await koinii("query", "(dog ?x)", "-c", "CxPets")).toEqual({ ok: true, solutions: [{ "?x": "Muffet" }], truncated: false });
+    expect(await koinii("query", "(dog ?x)", "-c", "CxPets")).toEqual({ ok: true, solutions: [{ "?x": "Muffet" }], truncated: false, asOf: a.seq });
     expect(await koinii("retract", String(a.handle))).toMatchObject({ ok: true, removed: [a.handle] });
     const bad = await run(process.execPath, [MAIN, "assert", "(dog ?x)", "-c", "CxPets", "--url", d.url]).catch((e: { code: number; stderr: string }) => e);
     expect((bad as { code: number }).code).toBe(1);

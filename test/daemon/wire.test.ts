@@ -70,9 +70,9 @@ describe("routes", () => {
   });
 
   it("query is cone-aware and match is exact-context (?ctx = any context)", async () => {
-    await post("/v1/assert", { sentence: "(genlCx CxHouse CxPets)", context: "CxHouse" });
+    const edge = await post("/v1/assert", { sentence: "(genlCx CxHouse CxPets)", context: "CxHouse" });
     const q = await post("/v1/query", { goal: "(dog ?x)", context: "CxHouse" });
-    expect(q.body).toEqual({ ok: true, solutions: [{ "?x": "Muffet" }], truncated: false });
+    expect(q.body).toEqual({ ok: true, solutions: [{ "?x": "Muffet" }], truncated: false, asOf: edge.body.seq });
     expect((await post("/v1/match", { sentence: "(dog ?x)", context: "CxHouse" })).body.sentexes).toEqual([]);
     const any = await post("/v1/match", { sentence: "(dog ?x)", context: "?ctx" });
     expect(any.body.sentexes.map((s: { context: string }) => s.context)).toEqual(["CxPets"]);
