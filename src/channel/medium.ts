@@ -106,6 +106,8 @@ export interface EditAnswer {
 export interface QueryAnswer {
   solutions: Record<string, string>[];
   truncated: boolean;
+  /** The durable seq the answer reflects. */
+  asOf?: Seq;
 }
 
 export interface WatchSpec {

@@ -112,8 +112,8 @@ export class WireMedium implements Medium {
   }
 
   async query(goal: string, context: string, opts: { limit?: number } = {}): Promise<QueryAnswer> {
-    const { solutions, truncated } = await this.call<QueryAnswer>("POST", "/v1/query", { goal, context, ...opts });
-    return { solutions, truncated };
+    const { solutions, truncated, asOf } = await this.call<QueryAnswer>("POST", "/v1/query", { goal, context, ...opts });
+    return { solutions, truncated, asOf };
   }
 
   async feedOpen(spec: WatchSpec): Promise<FeedOpenAnswer> {
@@ -200,7 +200,7 @@ export class WireMedium implements Medium {
   }
 
   async tally(claim: number): Promise<Tally> {
-    const { ok: _ok, ...t } = await this.call<Tally & { ok: true }>("POST", "/v1/tally", { handle: claim });
+    const { ok: _ok, asOf: _asOf, ...t } = await this.call<Tally & { ok: true; asOf: number }>("POST", "/v1/tally", { handle: claim });
     return t;
   }
 

@@ -5,10 +5,10 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
-import { terms, KbError, type Kb } from "../kb/index.js";
+import { registry, KbError, type Kb } from "../kb/index.js";
 import { pollAnswerJson, type FeedHub } from "../feed/index.js";
 import { WireError } from "./errors.js";
-import { type Access, type Principal, REGISTRY_CONTEXT, contextFor, isAgentId } from "./access.js";
+import type { Access, Principal } from "./access.js";
 import type { Metrics } from "./metrics.js";
 import * as s from "./schemas.js";
 import { disputeRoutes } from "./disputes.js";
@@ -96,14 +96,6 @@ function sentexOr404(kb: Kb, handle: number) {
   const sx = kb.sentex(handle);
   if (!sx) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
   return sx;
-}
-
-/** The last argument of each registry fact `(pred Id value)`, decoded. */
-function registryValue(kb: Kb, pred: string, id: string): string | undefined {
-  const hit = kb.match(`(${pred} ${id} ?v)`, REGISTRY_CONTEXT)[0];
-  if (!hit) return undefined;
-  const t = terms.parseTerm(hit.sentence) as terms.List;
-  return t[2] as string;
 }
 
 export function routes(d: RouteDeps): RouteDef[] {
@@ -307,26 +299,10 @@ export function routes(d: RouteDeps): RouteDef[] {
       body: s.agentsBody,
       answer: s.agentsAnswer,
       async handler({ body }) {
-        if (!isAgentId(body.id)) throw new KbError("naming", `agent id ${JSON.stringify(body.id)} must be Agent followed by CapitalCamelCase, e.g. AgentAtlas`);
-        const id = body.id;
-        const wanted: [string, string][] = [["displayNameOf", terms.stringAtom(body.displayName ?? id)]];
-        if (body.trust !== undefined || registryValue(kb, "trustLevel", id) === undefined) {
-          const trust = terms.canonicalNumber(String(body.trust ?? 0));
-          if (trust === undefined) throw new WireError("bad-request", `trust must be a plain decimal number, got ${body.trust}`);
-          wanted.push(["trustLevel", trust]);
-        }
-        const add = [{ sentence: `(agent ${id})`, context: REGISTRY_CONTEXT }];
-        const remove: number[] = [];
-        for (const [pred, value] of wanted) {
-          add.push({ sentence: `(${pred} ${id} ${value})`, context: REGISTRY_CONTEXT });
-          for (const old of kb.match(`(${pred} ${id} ?v)`, REGISTRY_CONTEXT)) {
-            if ((terms.parseTerm(old.sentence) as terms.List)[2] !== value && !old.derived) remove.push(old.handle);
-          }
-        }
-        await kb.edit({ add, remove });
+        const { id, context } = await registry.register(kb, body.id, { displayName: body.displayName, trust: body.trust });
         const token = await access.issueToken(id);
         metrics.writes.inc({ route: "agents" });
-        return { agent: id, context: contextFor(id), token };
+        return { agent: id, context, token };
       },
     }),
     readRoute({
@@ -335,22 +311,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       summary: "Registered agents with their context, display name and trust",
       access: "any",
       answer: s.agentsListAnswer,
-      handler: () => ({
-        agents: kb
-          .match("(agent ?a)", REGISTRY_CONTEXT)
-          .map((r) => (terms.parseTerm(r.sentence) as terms.List)[1] as string)
-          .sort()
-          .map((id) => {
-            const name = registryValue(kb, "displayNameOf", id);
-            const trust = registryValue(kb, "trustLevel", id);
-            return {
-              id,
-              context: contextFor(id),
-              displayName: name !== undefined && terms.isString(name) ? terms.stringValue(name) : (name ?? null),
-              trust: trust !== undefined && terms.isNumber(trust) ? Number(trust) : null,
-            };
-          }),
-      }),
+      handler: () => ({ agents: registry.agents(kb) }),
     }),
     ...disputeRoutes(d),
   ];

@@ -155,6 +155,14 @@ export class FeedHub {
    */
   static async open(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: { now?: () => number; parseLimits?: Partial<EngineLimits> } = {}): Promise<FeedHub> {
     await kb.store.durable();
+    return FeedHub.attach(kb, limits, hooks, opts);
+  }
+
+  /**
+   * Attach at once (the local medium's constructor is synchronous). The head is the KB's
+   * published seq; a write still in flight is published after it, so nothing is missed.
+   */
+  static attach(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: { now?: () => number; parseLimits?: Partial<EngineLimits> } = {}): FeedHub {
     return new FeedHub(kb, limits, hooks, opts.now ?? Date.now, opts.parseLimits);
   }
 

@@ -15,4 +15,5 @@ export { contextFor, agentFor, isAgentId } from "./identity.js";
 export * as disputes from "./disputes.js";
 export * as adjudication from "./adjudication.js";
 export * as belief from "./belief.js";
+export * as registry from "./registry.js";
 export type { Dispute, DisputeState } from "./disputes.js";

@@ -80,11 +80,12 @@ export interface Rig {
 }
 
 /** A fresh KB behind the medium of the given kind; torn down when the test finishes. */
-export async function rig(kind: MediumKind, opts: { daemonArgs?: string[]; feedRetentionEvents?: number } = {}): Promise<Rig> {
+export async function rig(kind: MediumKind, opts: { daemonArgs?: string[]; feedRetentionEvents?: number; maxEvents?: number } = {}): Promise<Rig> {
   if (kind === "local") {
     const kb = await freshKb({ feedRetentionEvents: opts.feedRetentionEvents });
-    const medium = local(kb);
-    return { kind, medium, another: () => local(kb), kb };
+    const feed = opts.maxEvents === undefined ? {} : { maxEvents: opts.maxEvents };
+    const medium = local(kb, feed);
+    return { kind, medium, another: () => local(kb, feed), kb };
   }
   const daemon = await spawnDaemon({ args: opts.daemonArgs });
   const opened: Medium[] = [];
