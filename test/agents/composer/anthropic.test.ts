@@ -1,53 +1,21 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AnthropicComposer, type ComposeRequest, ComposeError, buildPrompt } from "../../../src/agents/composer/index.js";
+import { type MessagesApi, json, message, startMessagesApi } from "./messages-api.js";
 
-interface Seen {
-  url: string;
-  headers: IncomingMessage["headers"];
-  body: { model: string; max_tokens: number; system: string; messages: { role: string; content: string }[] };
-}
-let server: Server;
+let api: MessagesApi;
 let baseURL: string;
-const seen: Seen[] = [];
-let respond: (body: Seen["body"], res: ServerResponse) => void;
-
-function message(model: string, text: string) {
-  return {
-    id: "msg_01XFDUDYJgAACzvnptvVoYEL",
-    type: "message",
-    role: "assistant",
-    model,
-    content: [{ type: "text", text }],
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    usage: { input_tokens: 312, output_tokens: 41 },
-  };
-}
-function json(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "content-type": "application/json", "request-id": "req_test" });
-  res.end(JSON.stringify(body));
-}
+let seen: MessagesApi["seen"];
+const answer = (respond: MessagesApi["respond"]) => (api.respond = respond);
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
-    req.on("end", () => {
-      if (req.method !== "POST" || req.url !== "/v1/messages") return json(res, 404, { type: "error", error: { type: "not_found_error", message: "no route" } });
-      const body = JSON.parse(raw) as Seen["body"];
-      seen.push({ url: req.url, headers: req.headers, body });
-      respond(body, res);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  api = await startMessagesApi(() => undefined);
+  baseURL = api.baseURL;
+  seen = api.seen;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => api.close());
 beforeEach(() => {
   seen.length = 0;
-  respond = (body, res) => json(res, 200, message(body.model, "  Lovely to hear from you, Rex.  "));
+  answer((body, res) => json(res, 200, message(body.model, "  Lovely to hear from you, Rex.  ")));
 });
 
 const req: ComposeRequest = {
@@ -92,30 +60,30 @@ describe("Anthropic composer against a local Messages API", () => {
   });
 
   it("moves to the next model only when the first does not exist (404)", async () => {
-    respond = (body, res) =>
+    answer((body, res) =>
       body.model === "gone-model"
         ? json(res, 404, { type: "error", error: { type: "not_found_error", message: "model: gone-model" } })
-        : json(res, 200, message(body.model, "hi"));
+        : json(res, 200, message(body.model, "hi")));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["gone-model", "claude-sonnet-4-6"], maxRetries: 0 });
     expect(await c.compose(req)).toBe("hi");
     expect(seen.map((s) => s.body.model)).toEqual(["gone-model", "claude-sonnet-4-6"]);
   });
 
   it("a server error is a ComposeError and does not try other models", async () => {
-    respond = (_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } });
+    answer((_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } }));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a", "b"], maxRetries: 0 });
     await expect(c.compose(req)).rejects.toBeInstanceOf(ComposeError);
     expect(seen).toHaveLength(1);
   });
 
   it("an answer with no text is a ComposeError", async () => {
-    respond = (body, res) => json(res, 200, { ...message(body.model, ""), content: [] });
+    answer((body, res) => json(res, 200, message(body.model, "")));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a"], maxRetries: 0 });
     await expect(c.compose(req)).rejects.toThrow(/no text/);
   });
 
   it("an abort signal stops the call", async () => {
-    respond = () => undefined; // never answers
+    answer(() => undefined); // never answers
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a"], maxRetries: 0 });
     const ac = new AbortController();
     const p = c.compose(req, { signal: ac.signal });
