@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AnthropicComposer, type ComposeRequest, ComposeError, buildPrompt } from "../../../src/agents/composer/index.js";
+import { AnthropicComposer, type ComposeRequest, ComposeError, type TurnRequest, buildPrompt } from "../../../src/agents/composer/index.js";
 import { type MessagesApi, json, message, startMessagesApi } from "./messages-api.js";
 
 let api: MessagesApi;
@@ -99,5 +99,62 @@ describe("Anthropic composer against a local Messages API", () => {
     expect(data.recent_thread[0].text.startsWith("m14 ")).toBe(true);
     expect(data.recent_thread[0].text.length).toBe(300);
     expect(data.message.length).toBe(4000);
+  });
+});
+
+describe("a floor turn against a local Messages API", () => {
+  const turn: TurnRequest = {
+    purpose: "floor-turn",
+    offer: "mentioned",
+    asksHim: false,
+    system: "You are Clankie.",
+    recall: [],
+    history: [],
+    message: '{"speakerId":"bob","text":"I think clankie knows"}',
+    maxChars: 400,
+  };
+  const composer = () => new AnthropicComposer({ apiKey: "k", baseURL, models: ["m"], maxRetries: 0 });
+
+  it("carries the floor's own prompt, where nothing is a correct answer, and none of the responder's", async () => {
+    // Found by purpose: a request the abort test left in flight may still land here.
+    const sent = (purpose: string) => seen.filter((x) => x.body.messages[0].content.includes(`"purpose": "${purpose}"`));
+    await composer().composeTurn(turn);
+    expect(sent("floor-turn")).toHaveLength(1);
+    const { system, messages } = sent("floor-turn")[0].body;
+    expect(system).toContain("You are Clankie.");
+    expect(system).toContain("Nothing forces you to speak");
+    expect(system).toContain("answer with exactly [silence]");
+    expect(system).not.toContain("direct message");
+    expect(system).not.toContain("Reply briefly and warmly");
+    expect(messages[0].content).toMatch(/or with \[silence\]\.$/);
+    // The responder's request is untouched by the floor's.
+    await composer().compose(req);
+    const dm = sent("dm-reply").at(-1)!.body;
+    expect(dm.system).toContain("You are answering one direct message");
+    expect(dm.messages[0].content).toMatch(/Write the reply to "message" now\.$/);
+  });
+
+  it.each<[string, string]>([
+    ["", "no text at all"],
+    ["  [silence] ", "the silence answer"],
+    ["[Silence]\nThat line was for Bob.", "the silence answer, then an explanation nobody hears"],
+  ])("an answer of %j (%s) is nothing, a chosen silence", async (text) => {
+    answer((body, res) => json(res, 200, message(body.model, text)));
+    expect(await composer().composeTurn(turn)).toEqual({ kind: "nothing" });
+  });
+
+  it("words are speech, trimmed", async () => {
+    answer((body, res) => json(res, 200, message(body.model, "  Yes, I saw it.  ")));
+    expect(await composer().composeTurn(turn)).toEqual({ kind: "speak", text: "Yes, I saw it." });
+  });
+
+  it("no text because the answer was cut off is a failure, not a silence", async () => {
+    answer((body, res) => json(res, 200, message(body.model, "", "max_tokens")));
+    await expect(composer().composeTurn(turn)).rejects.toBeInstanceOf(ComposeError);
+  });
+
+  it("a server error is a failure, not a silence", async () => {
+    answer((_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } }));
+    await expect(composer().composeTurn(turn)).rejects.toBeInstanceOf(ComposeError);
   });
 });
