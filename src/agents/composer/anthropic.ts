@@ -6,7 +6,8 @@
  * clamps what comes back.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import type { ComposeOptions, ComposeRequest, Composer } from "./types.js";
+import { floorPrompt, turnAnswerFrom } from "./floor-prompt.js";
+import type { ComposeOptions, ComposeRequest, Composer, TurnAnswer, TurnComposer, TurnRequest } from "./types.js";
 
 /** Tried in order; the next is used only when the API says the model does not exist (404). */
 export const defaultAnthropicModels = ["claude-haiku-4-5", "claude-sonnet-4-6"] as const;
@@ -52,24 +53,38 @@ export function jsonAsData(value: unknown): string {
     .replace(/&/g, "\\u0026");
 }
 
+/** One agent's instructions: the rules after its persona, and the line that closes the user turn. */
+export interface AgentPrompt {
+  rules: readonly string[];
+  ask: string;
+}
+
+/** The responder's prompt (also used by the mail agent's compositions). */
+export const responderPrompt: AgentPrompt = { rules, ask: 'Write the reply to "message" now.' };
+
 /** The system text and the single user turn for a request. Exported for tests and audit previews. */
-export function buildPrompt(request: ComposeRequest): { system: string; user: string } {
+export function buildPrompt(request: ComposeRequest | TurnRequest, prompt: AgentPrompt = responderPrompt): { system: string; user: string } {
   const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s);
   const data = {
     purpose: request.purpose,
-    correspondent: request.correspondent ?? null,
+    correspondent: "correspondent" in request ? (request.correspondent ?? null) : null,
     recalled_memories: request.recall.slice(0, promptBounds.maxRecallFacts).map((f) => cut(f, promptBounds.maxRecallChars)),
     recent_thread: request.history
       .slice(-promptBounds.maxHistoryMessages)
       .map((m) => ({ from: m.from, text: cut(m.text, promptBounds.maxHistoryChars) })),
     message: cut(request.message, promptBounds.maxMessageChars),
   };
-  const system = [request.system.trim(), ...rules, `Keep the reply under ${request.maxChars} characters.`].filter((s) => s.length > 0).join("\n");
-  const user = `<data>\n${jsonAsData(data)}\n</data>\nWrite the reply to "message" now.`;
+  const system = [request.system.trim(), ...prompt.rules, `Keep the reply under ${request.maxChars} characters.`].filter((s) => s.length > 0).join("\n");
+  const user = `<data>\n${jsonAsData(data)}\n</data>\n${prompt.ask}`;
   return { system, user };
 }
 
-export class AnthropicComposer implements Composer {
+const noText = (model: string, stopReason: string) => new ComposeError(`model ${model} returned no text (stop_reason ${stopReason})`);
+
+/** Stop reasons under which an answer without text is the model's own choice. */
+const finishedOnItsOwn: ReadonlySet<string> = new Set(["end_turn", "stop_sequence"]);
+
+export class AnthropicComposer implements Composer, TurnComposer {
   readonly name: string;
   private readonly client: Anthropic;
   private readonly models: readonly string[];
@@ -91,24 +106,41 @@ export class AnthropicComposer implements Composer {
   }
 
   async compose(request: ComposeRequest, options: ComposeOptions = {}): Promise<string> {
-    const { system, user } = buildPrompt(request);
+    const { model, text, stopReason } = await this.#complete(buildPrompt(request), options);
+    if (text.length === 0) throw noText(model, stopReason);
+    return text;
+  }
+
+  /**
+   * A floor turn, asked with the floor's own prompt. An answer with no text that the model
+   * ended on its own, or one opening with `[silence]`, is `nothing`: chosen silence. No text
+   * because the answer was cut off or refused is a ComposeError, like every other failure.
+   */
+  async composeTurn(request: TurnRequest, options: ComposeOptions = {}): Promise<TurnAnswer> {
+    const { model, text, stopReason } = await this.#complete(buildPrompt(request, floorPrompt), options);
+    if (text.length === 0 && !finishedOnItsOwn.has(stopReason)) {
+      throw noText(model, stopReason);
+    }
+    return turnAnswerFrom(text);
+  }
+
+  /** One Messages call, trying the next model only on a 404; the answer's text, trimmed. */
+  async #complete(prompt: { system: string; user: string }, options: ComposeOptions): Promise<{ model: string; text: string; stopReason: string }> {
     let lastError: unknown;
     for (const model of this.models) {
       try {
         const msg = await this.client.messages.create(
-          { model, max_tokens: this.maxTokens, system, messages: [{ role: "user", content: user }] },
+          { model, max_tokens: this.maxTokens, system: prompt.system, messages: [{ role: "user", content: prompt.user }] },
           { signal: options.signal },
         );
         const text = msg.content
           .flatMap((b) => (b.type === "text" ? [b.text] : []))
           .join("")
           .trim();
-        if (text.length === 0) throw new ComposeError(`model ${model} returned no text (stop_reason ${String(msg.stop_reason)})`);
-        return text;
+        return { model, text, stopReason: String(msg.stop_reason) };
       } catch (e) {
         lastError = e;
         if (e instanceof Anthropic.NotFoundError) continue;
-        if (e instanceof ComposeError) throw e;
         throw new ComposeError(`compose via ${model} failed: ${(e as Error).message}`, { cause: e });
       }
     }

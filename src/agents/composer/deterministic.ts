@@ -4,9 +4,15 @@
  * the message and quotes them, says it is the bounded responder, and says a studio
  * session will follow up. It never echoes the message, never invents history, and never
  * promises anything; the same request always gives the same text.
+ *
+ * For a floor turn (`composeTurn`) it follows the floor's rules, since it has no judgement
+ * of its own: it speaks when he was addressed, and on a mention only when the sentence
+ * naming him puts a question to him; a nameless line from the person he is talking with
+ * and an unprompted offer get nothing (it cannot tell a follow-up from a turn to someone
+ * else, and silence is the cheap mistake).
  */
 import { clampAtSentence, promiseIn } from "./guard.js";
-import type { ComposeRequest, Composer } from "./types.js";
+import type { ComposeRequest, Composer, TurnAnswer, TurnComposer, TurnRequest } from "./types.js";
 
 /** At most this many recalled facts are quoted. */
 export const maxRecallQuoted = 2;
@@ -35,7 +41,7 @@ export function relevantRecall(recall: readonly string[], message: string, max: 
     .map((f) => clampAtSentence(f.fact, maxRecallFactChars).replace(/[.!?…]+$/u, ""));
 }
 
-export class DeterministicComposer implements Composer {
+export class DeterministicComposer implements Composer, TurnComposer {
   readonly name = "deterministic";
 
   /**
@@ -44,12 +50,21 @@ export class DeterministicComposer implements Composer {
    */
   async compose(request: ComposeRequest): Promise<string> {
     const facts = relevantRecall(request.recall, request.message);
-    if (request.purpose === "floor-reply") return clampAtSentence(spoken(facts), request.maxChars);
     const parts = ["Thank you for your message, I have read it."];
     if (facts.length > 0) parts.push(`What I remember that seems related: ${facts.map((f) => `“${f}”`).join("; ")}.`);
     else parts.push("Nothing I remember speaks to it yet, so I will keep this short.");
     parts.push("I am the bounded responder, so I keep replies brief; a studio session will follow up on anything that needs more.");
     return clampAtSentence(parts.join(" "), request.maxChars);
+  }
+
+  /**
+   * @example await new DeterministicComposer().composeTurn({ purpose: "floor-turn", offer: "mentioned", asksHim: false,
+   *   system: "", recall: [], history: [], message: "I think clankie knows", maxChars: 400 }) // { kind: "nothing" }
+   */
+  async composeTurn(request: TurnRequest): Promise<TurnAnswer> {
+    const speaks = request.offer === "addressed" || (request.offer === "mentioned" && request.asksHim);
+    if (!speaks) return { kind: "nothing" };
+    return { kind: "speak", text: clampAtSentence(spoken(relevantRecall(request.recall, request.message)), request.maxChars) };
   }
 }
 

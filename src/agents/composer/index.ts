@@ -4,11 +4,13 @@
  */
 import { AnthropicComposer, defaultAnthropicModels } from "./anthropic.js";
 import { DeterministicComposer } from "./deterministic.js";
-import type { Composer } from "./types.js";
+import type { Composer, TurnComposer } from "./types.js";
 
 export type { ComposeOptions, ComposeRequest, Composer } from "./types.js";
-export { AnthropicComposer, ComposeError, buildPrompt, defaultAnthropicModels, jsonAsData } from "./anthropic.js";
-export type { AnthropicComposerOptions } from "./anthropic.js";
+export type { TurnAnswer, TurnComposer, TurnOffer, TurnRequest } from "./types.js";
+export { AnthropicComposer, ComposeError, buildPrompt, defaultAnthropicModels, jsonAsData, responderPrompt } from "./anthropic.js";
+export type { AgentPrompt, AnthropicComposerOptions } from "./anthropic.js";
+export { SILENCE_ANSWER, floorPrompt, turnAnswerFrom } from "./floor-prompt.js";
 export { DeterministicComposer, relevantRecall } from "./deterministic.js";
 export { clampAtSentence, codePointLength, guardReply, promiseIn, splitSentences } from "./guard.js";
 export type { GuardRefusal, GuardResult } from "./guard.js";
@@ -21,7 +23,7 @@ export type { GuardRefusal, GuardResult } from "./guard.js";
  *
  * @example createComposer(process.env).name // "deterministic" when no key is set
  */
-export function createComposer(env: Record<string, string | undefined>): Composer {
+export function createComposer(env: Record<string, string | undefined>): Composer & TurnComposer {
   const apiKey = env.ANTHROPIC_API_KEY?.trim();
   if (apiKey === undefined || apiKey.length === 0) return new DeterministicComposer();
   const models = env.KOINII_COMPOSER_MODELS?.split(",").map((m) => m.trim()).filter((m) => m.length > 0);

@@ -34,7 +34,8 @@ export {
   type VolitionAccounting,
   type VolitionCap,
 } from "./machine.js";
-export { OFFER_NOTES, noteFor, type OfferNote } from "./notes.js";
+export { OFFER_NOTES, noteFor, offerFor, type OfferNote } from "./notes.js";
+export { QUESTION_AUXILIARIES, QUESTION_WORDS, SECOND_PERSON, SUBJECT_OPENERS, asksHim } from "./question.js";
 export { ComposerMouth, type Mouth, type MouthOutcome, type MouthTurn, type Recall } from "./mouth.js";
 export {
   MAX_DISPLAY_NAME_CHARS,

@@ -3,10 +3,12 @@
  * model lives outside this folder behind this interface; the default implementation writes
  * a text reply through the composer seam (design.md K10).
  */
-import type { Composer, ComposeRequest } from "../composer/types.js";
+import { ComposeError } from "../composer/anthropic.js";
+import type { TurnComposer, TurnRequest } from "../composer/types.js";
 import type { TurnDecision } from "./machine.js";
-import { OFFER_NOTES, type OfferNote } from "./notes.js";
-import type { Persona } from "./persona.js";
+import { OFFER_NOTES, offerFor, type OfferNote } from "./notes.js";
+import { characterNames, type Persona } from "./persona.js";
+import { asksHim } from "./question.js";
 import { roomLine, type LabeledUtterance, type TurnId } from "./room.js";
 
 export interface MouthTurn {
@@ -33,26 +35,31 @@ export interface Mouth {
 export type Recall = (utterance: LabeledUtterance) => Promise<string[]>;
 
 /**
- * A mouth that writes text through a Composer. The persona's voice and the offer note are
+ * A mouth that asks a TurnComposer for each turn. The persona's voice and the offer note are
  * the system text (both trusted); room lines, display names included, go only into
- * `history` and `message`, JSON-quoted by `roomLine`. A blank answer is silence.
+ * `history` and `message`, JSON-quoted by `roomLine`. The composer's `nothing` is chosen
+ * silence; a rejection, or `speak` with no words, is a failure (recorded as such).
  *
  * @example new ComposerMouth(composer, persona).respond(turn) // { kind: "silent" } or { kind: "spoke", text }
  */
 export class ComposerMouth implements Mouth {
-  readonly #composer: Composer;
+  readonly #composer: TurnComposer;
   readonly #persona: Persona;
+  readonly #names: readonly string[];
   readonly #recall: Recall;
 
-  constructor(composer: Composer, persona: Persona, recall: Recall = async () => []) {
+  constructor(composer: TurnComposer, persona: Persona, recall: Recall = async () => []) {
     this.#composer = composer;
     this.#persona = persona;
+    this.#names = characterNames(persona);
     this.#recall = recall;
   }
 
   async respond(t: MouthTurn): Promise<MouthOutcome> {
-    const request: ComposeRequest = {
-      purpose: "floor-reply",
+    const request: TurnRequest = {
+      purpose: "floor-turn",
+      offer: offerFor(t.turn),
+      asksHim: asksHim(t.utterance.text, this.#names),
       system: [this.#persona.voice, `You are ${this.#persona.names[0]}.`, OFFER_NOTES[t.note]]
         .filter((s) => s !== "")
         .join("\n\n"),
@@ -61,7 +68,10 @@ export class ComposerMouth implements Mouth {
       message: roomLine(t.utterance),
       maxChars: this.#persona.maxReplyChars,
     };
-    const text = (await this.#composer.compose(request)).trim().slice(0, this.#persona.maxReplyChars).trim();
-    return text === "" ? { kind: "silent" } : { kind: "spoke", text };
+    const answer = await this.#composer.composeTurn(request);
+    if (answer.kind === "nothing") return { kind: "silent" };
+    const text = answer.text.trim().slice(0, this.#persona.maxReplyChars).trim();
+    if (text === "") throw new ComposeError(`${this.#composer.name} answered a turn with speech but no words`);
+    return { kind: "spoke", text };
   }
 }

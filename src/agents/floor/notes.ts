@@ -3,6 +3,7 @@
  * decline every turn, a clean hail included. Worded for this port; each is marked as coming
  * from no one in the room.
  */
+import type { TurnOffer } from "../composer/types.js";
 import type { TurnDecision } from "./machine.js";
 
 export type OfferNote = "name-came-up" | "nobody-named-you" | "unprompted";
@@ -20,19 +21,31 @@ export const OFFER_NOTES: Readonly<Record<OfferNote, string>> = {
 };
 
 /**
- * Which note a turn carries. An all-policy offer gets the unprompted note: nobody named him
- * and he holds no conversation (an open question in docs/agents-floor.md).
+ * Why a turn was offered, as the composer is told. An all-policy offer is unprompted:
+ * nobody named him and he holds no conversation (an open question in docs/agents-floor.md).
  */
-export function noteFor(turn: TurnDecision): OfferNote {
+export function offerFor(turn: TurnDecision): TurnOffer {
   switch (turn.action) {
     case "wake":
     case "hold":
-      return "name-came-up";
+      return "addressed";
     case "offer":
-      if (turn.reason === "mentioned") return "name-came-up";
-      if (turn.reason === "holder") return "nobody-named-you";
+      if (turn.reason === "mentioned") return "mentioned";
+      if (turn.reason === "holder") return "holder";
       return "unprompted";
     case "volition_gate_open":
       return "unprompted";
   }
+}
+
+const NOTE_FOR_OFFER: Readonly<Record<TurnOffer, OfferNote>> = {
+  addressed: "name-came-up",
+  mentioned: "name-came-up",
+  holder: "nobody-named-you",
+  unprompted: "unprompted",
+};
+
+/** Which note a turn carries: a hail and a mention both say his name came up. */
+export function noteFor(turn: TurnDecision): OfferNote {
+  return NOTE_FOR_OFFER[offerFor(turn)];
 }

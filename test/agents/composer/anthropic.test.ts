@@ -1,53 +1,21 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AnthropicComposer, type ComposeRequest, ComposeError, buildPrompt } from "../../../src/agents/composer/index.js";
+import { AnthropicComposer, type ComposeRequest, ComposeError, type TurnRequest, buildPrompt } from "../../../src/agents/composer/index.js";
+import { type MessagesApi, json, message, startMessagesApi } from "./messages-api.js";
 
-interface Seen {
-  url: string;
-  headers: IncomingMessage["headers"];
-  body: { model: string; max_tokens: number; system: string; messages: { role: string; content: string }[] };
-}
-let server: Server;
+let api: MessagesApi;
 let baseURL: string;
-const seen: Seen[] = [];
-let respond: (body: Seen["body"], res: ServerResponse) => void;
-
-function message(model: string, text: string) {
-  return {
-    id: "msg_01XFDUDYJgAACzvnptvVoYEL",
-    type: "message",
-    role: "assistant",
-    model,
-    content: [{ type: "text", text }],
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    usage: { input_tokens: 312, output_tokens: 41 },
-  };
-}
-function json(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "content-type": "application/json", "request-id": "req_test" });
-  res.end(JSON.stringify(body));
-}
+let seen: MessagesApi["seen"];
+const answer = (respond: MessagesApi["respond"]) => (api.respond = respond);
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
-    req.on("end", () => {
-      if (req.method !== "POST" || req.url !== "/v1/messages") return json(res, 404, { type: "error", error: { type: "not_found_error", message: "no route" } });
-      const body = JSON.parse(raw) as Seen["body"];
-      seen.push({ url: req.url, headers: req.headers, body });
-      respond(body, res);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  api = await startMessagesApi(() => undefined);
+  baseURL = api.baseURL;
+  seen = api.seen;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => api.close());
 beforeEach(() => {
   seen.length = 0;
-  respond = (body, res) => json(res, 200, message(body.model, "  Lovely to hear from you, Rex.  "));
+  answer((body, res) => json(res, 200, message(body.model, "  Lovely to hear from you, Rex.  ")));
 });
 
 const req: ComposeRequest = {
@@ -92,30 +60,30 @@ describe("Anthropic composer against a local Messages API", () => {
   });
 
   it("moves to the next model only when the first does not exist (404)", async () => {
-    respond = (body, res) =>
+    answer((body, res) =>
       body.model === "gone-model"
         ? json(res, 404, { type: "error", error: { type: "not_found_error", message: "model: gone-model" } })
-        : json(res, 200, message(body.model, "hi"));
+        : json(res, 200, message(body.model, "hi")));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["gone-model", "claude-sonnet-4-6"], maxRetries: 0 });
     expect(await c.compose(req)).toBe("hi");
     expect(seen.map((s) => s.body.model)).toEqual(["gone-model", "claude-sonnet-4-6"]);
   });
 
   it("a server error is a ComposeError and does not try other models", async () => {
-    respond = (_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } });
+    answer((_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } }));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a", "b"], maxRetries: 0 });
     await expect(c.compose(req)).rejects.toBeInstanceOf(ComposeError);
     expect(seen).toHaveLength(1);
   });
 
   it("an answer with no text is a ComposeError", async () => {
-    respond = (body, res) => json(res, 200, { ...message(body.model, ""), content: [] });
+    answer((body, res) => json(res, 200, message(body.model, "")));
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a"], maxRetries: 0 });
     await expect(c.compose(req)).rejects.toThrow(/no text/);
   });
 
   it("an abort signal stops the call", async () => {
-    respond = () => undefined; // never answers
+    answer(() => undefined); // never answers
     const c = new AnthropicComposer({ apiKey: "k", baseURL, models: ["a"], maxRetries: 0 });
     const ac = new AbortController();
     const p = c.compose(req, { signal: ac.signal });
@@ -131,5 +99,62 @@ describe("Anthropic composer against a local Messages API", () => {
     expect(data.recent_thread[0].text.startsWith("m14 ")).toBe(true);
     expect(data.recent_thread[0].text.length).toBe(300);
     expect(data.message.length).toBe(4000);
+  });
+});
+
+describe("a floor turn against a local Messages API", () => {
+  const turn: TurnRequest = {
+    purpose: "floor-turn",
+    offer: "mentioned",
+    asksHim: false,
+    system: "You are Clankie.",
+    recall: [],
+    history: [],
+    message: '{"speakerId":"bob","text":"I think clankie knows"}',
+    maxChars: 400,
+  };
+  const composer = () => new AnthropicComposer({ apiKey: "k", baseURL, models: ["m"], maxRetries: 0 });
+
+  it("carries the floor's own prompt, where nothing is a correct answer, and none of the responder's", async () => {
+    // Found by purpose: a request the abort test left in flight may still land here.
+    const sent = (purpose: string) => seen.filter((x) => x.body.messages[0].content.includes(`"purpose": "${purpose}"`));
+    await composer().composeTurn(turn);
+    expect(sent("floor-turn")).toHaveLength(1);
+    const { system, messages } = sent("floor-turn")[0].body;
+    expect(system).toContain("You are Clankie.");
+    expect(system).toContain("Nothing forces you to speak");
+    expect(system).toContain("answer with exactly [silence]");
+    expect(system).not.toContain("direct message");
+    expect(system).not.toContain("Reply briefly and warmly");
+    expect(messages[0].content).toMatch(/or with \[silence\]\.$/);
+    // The responder's request is untouched by the floor's.
+    await composer().compose(req);
+    const dm = sent("dm-reply").at(-1)!.body;
+    expect(dm.system).toContain("You are answering one direct message");
+    expect(dm.messages[0].content).toMatch(/Write the reply to "message" now\.$/);
+  });
+
+  it.each<[string, string]>([
+    ["", "no text at all"],
+    ["  [silence] ", "the silence answer"],
+    ["[Silence]\nThat line was for Bob.", "the silence answer, then an explanation nobody hears"],
+  ])("an answer of %j (%s) is nothing, a chosen silence", async (text) => {
+    answer((body, res) => json(res, 200, message(body.model, text)));
+    expect(await composer().composeTurn(turn)).toEqual({ kind: "nothing" });
+  });
+
+  it("words are speech, trimmed", async () => {
+    answer((body, res) => json(res, 200, message(body.model, "  Yes, I saw it.  ")));
+    expect(await composer().composeTurn(turn)).toEqual({ kind: "speak", text: "Yes, I saw it." });
+  });
+
+  it("no text because the answer was cut off is a failure, not a silence", async () => {
+    answer((body, res) => json(res, 200, message(body.model, "", "max_tokens")));
+    await expect(composer().composeTurn(turn)).rejects.toBeInstanceOf(ComposeError);
+  });
+
+  it("a server error is a failure, not a silence", async () => {
+    answer((_b, res) => json(res, 500, { type: "error", error: { type: "api_error", message: "boom" } }));
+    await expect(composer().composeTurn(turn)).rejects.toBeInstanceOf(ComposeError);
   });
 });

@@ -1,6 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type ComposeRequest, DeterministicComposer, createComposer, guardReply, promiseIn, splitSentences } from "../../../src/agents/composer/index.js";
+import {
+  type ComposeRequest,
+  DeterministicComposer,
+  type TurnOffer,
+  type TurnRequest,
+  createComposer,
+  guardReply,
+  promiseIn,
+  splitSentences,
+} from "../../../src/agents/composer/index.js";
 
 const req = (over: Partial<ComposeRequest> = {}): ComposeRequest => ({
   purpose: "dm-reply",
@@ -55,14 +64,40 @@ describe("createComposer", () => {
   });
 });
 
-describe("a spoken floor reply", () => {
-  it("is short, first person and grounded only in recall, never the responder's written boilerplate", async () => {
-    const c = new DeterministicComposer();
-    const base = { purpose: "floor-reply" as const, system: "", history: [], maxChars: 300 };
-    const withFact = await c.compose({ ...base, recall: ["the build server restarts at noon"], message: "when does the build server restart?" });
-    expect(withFact).toContain("“the build server restarts at noon”");
-    expect(withFact).not.toContain("bounded responder");
-    const none = await c.compose({ ...base, recall: [], message: "what about the deploy?" });
-    expect(none).toBe("I heard you. I don't have anything on that yet.");
+describe("a floor turn without a model", () => {
+  const c = new DeterministicComposer();
+  const turn = (over: Partial<TurnRequest> = {}): TurnRequest => ({
+    purpose: "floor-turn",
+    offer: "addressed",
+    asksHim: false,
+    system: "",
+    recall: [],
+    history: [],
+    message: "what about the deploy?",
+    maxChars: 300,
+    ...over,
+  });
+
+  it("when addressed, is short, first person and grounded only in recall, never the responder's written boilerplate", async () => {
+    const withFact = await c.composeTurn(turn({ recall: ["the build server restarts at noon"], message: "when does the build server restart?" }));
+    expect(withFact.kind).toBe("speak");
+    if (withFact.kind === "speak") {
+      expect(withFact.text).toContain("“the build server restarts at noon”");
+      expect(withFact.text).not.toContain("bounded responder");
+    }
+    expect(await c.composeTurn(turn())).toEqual({ kind: "speak", text: "I heard you. I don't have anything on that yet." });
+  });
+
+  it.each<[TurnOffer, boolean, "speak" | "nothing"]>([
+    ["addressed", false, "speak"],
+    ["addressed", true, "speak"],
+    ["mentioned", false, "nothing"],
+    ["mentioned", true, "speak"],
+    ["holder", false, "nothing"],
+    ["holder", true, "nothing"],
+    ["unprompted", false, "nothing"],
+    ["unprompted", true, "nothing"],
+  ])("offer %s, asks him %s: %s", async (offer, asksHim, kind) => {
+    expect((await c.composeTurn(turn({ offer, asksHim }))).kind).toBe(kind);
   });
 });

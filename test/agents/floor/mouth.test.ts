@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { Composer, ComposeRequest } from "../../../src/agents/composer/types.js";
+import type { TurnAnswer, TurnComposer, TurnRequest } from "../../../src/agents/composer/types.js";
 import {
   ComposerMouth,
   MAX_DISPLAY_NAME_CHARS,
   OFFER_NOTES,
   labelSpeaker,
   noteFor,
+  offerFor,
   parsePersona,
   roomLine,
   speakerId,
@@ -15,16 +16,17 @@ import {
   type UtteranceSeq,
 } from "../../../src/agents/floor/index.js";
 
-/** A composer double that answers a fixed text and keeps every request. */
-class FixedComposer implements Composer {
+/** A composer double that answers a fixed turn answer and keeps every request. */
+class FixedComposer implements TurnComposer {
   readonly name = "fixed";
-  readonly requests: ComposeRequest[] = [];
-  constructor(private readonly answer: string) {}
-  async compose(request: ComposeRequest): Promise<string> {
+  readonly requests: TurnRequest[] = [];
+  constructor(private readonly answer: TurnAnswer) {}
+  async composeTurn(request: TurnRequest): Promise<TurnAnswer> {
     this.requests.push(request);
     return this.answer;
   }
 }
+const says = (text: string): TurnAnswer => ({ kind: "speak", text });
 
 const persona = parsePersona({ id: "AgentFloor", names: ["Clankie"], voice: "Dry, brief, kind.", maxReplyChars: 20 });
 const mallory = speakerId("999");
@@ -78,6 +80,15 @@ describe("offer notes", () => {
     expect(noteFor({ action: "volition_gate_open", offerId: 1 as never })).toBe("unprompted");
   });
 
+  it("the composer is told why: a hail or hold is addressed, a mention mentioned, a holder line holder, volition and policy-all unprompted", () => {
+    expect(offerFor({ action: "wake", reason: "addressed" })).toBe("addressed");
+    expect(offerFor({ action: "hold" })).toBe("addressed");
+    expect(offerFor({ action: "offer", reason: "mentioned" })).toBe("mentioned");
+    expect(offerFor({ action: "offer", reason: "holder" })).toBe("holder");
+    expect(offerFor({ action: "offer", reason: "reply_policy_all" })).toBe("unprompted");
+    expect(offerFor({ action: "volition_gate_open", offerId: 1 as never })).toBe("unprompted");
+  });
+
   it("every note allows silence and says it is not from anyone in the room", () => {
     for (const note of Object.values(OFFER_NOTES)) {
       expect(note).toMatch(/not said by anyone in the room/);
@@ -87,13 +98,14 @@ describe("offer notes", () => {
 });
 
 describe("ComposerMouth", () => {
-  it("asks the composer for a floor reply with the voice and the note as system text, room lines only as data", async () => {
-    const composer = new FixedComposer("  sure thing  ");
+  it("asks the composer for a floor turn with the voice and the note as system text, room lines only as data", async () => {
+    const composer = new FixedComposer(says("  sure thing  "));
     const mouth = new ComposerMouth(composer, persona, async () => ["deploy 42 is green"]);
     const outcome = await mouth.respond(turn(line(2, "clankie did you see that", "Mal"), [line(1, "earlier", "Mal")]));
     expect(outcome).toEqual({ kind: "spoke", text: "sure thing" });
     const [request] = composer.requests;
-    expect(request.purpose).toBe("floor-reply");
+    expect(request.purpose).toBe("floor-turn");
+    expect([request.offer, request.asksHim]).toEqual(["mentioned", true]);
     expect(request.system).toContain("Dry, brief, kind.");
     expect(request.system).toContain(OFFER_NOTES["name-came-up"]);
     expect(request.system).not.toContain("Mal");
@@ -103,9 +115,21 @@ describe("ComposerMouth", () => {
     expect(request.maxChars).toBe(20);
   });
 
-  it("a blank composition is silence, and a long one is clamped to maxReplyChars", async () => {
-    expect(await new ComposerMouth(new FixedComposer(" \n "), persona).respond(turn(line(1, "hey clankie")))).toEqual({ kind: "silent" });
-    const long = await new ComposerMouth(new FixedComposer("a".repeat(50)), persona).respond(turn(line(1, "hey clankie")));
+  it("the composer's nothing is silence, and a long answer is clamped to maxReplyChars", async () => {
+    expect(await new ComposerMouth(new FixedComposer({ kind: "nothing" }), persona).respond(turn(line(1, "hey clankie")))).toEqual({ kind: "silent" });
+    const long = await new ComposerMouth(new FixedComposer(says("a".repeat(50))), persona).respond(turn(line(1, "hey clankie")));
     expect(long).toEqual({ kind: "spoke", text: "a".repeat(20) });
+  });
+
+  it("speech with no words is a failure, not a silence the mouth invents", async () => {
+    await expect(new ComposerMouth(new FixedComposer(says(" \n ")), persona).respond(turn(line(1, "hey clankie")))).rejects.toThrow(/no words/);
+  });
+
+  it("tells the composer whether the line asks him, by the floor's reading", async () => {
+    const composer = new FixedComposer({ kind: "nothing" });
+    const mouth = new ComposerMouth(composer, persona);
+    await mouth.respond(turn(line(1, "I think clankie knows the answer")));
+    await mouth.respond(turn(line(2, "clanky, is the build green?")));
+    expect(composer.requests.map((r) => r.asksHim)).toEqual([false, true]);
   });
 });
