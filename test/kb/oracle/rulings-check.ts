@@ -114,9 +114,9 @@ async function apply(kb: Kb, p: number, ids: [string, string], model: Model, op:
       await adjudication.withdrawRulings(kb, op.arbiter, ids[op.dispute]);
       return model.withdraw(op.arbiter, op.dispute);
     case "retractRuling": {
-      const held = kb.engine.index.find(ctxOf(op.arbiter), op.upheld === NOT_P, "(adoptDog Flat12)");
+      const [held] = kb.match(op.upheld, ctxOf(op.arbiter)); // an upheld sentence is monotonic: always believed
       if (!held) return;
-      await kb.retract(held.h);
+      await kb.retract(held.handle);
       return model.retract(op.arbiter, op.upheld);
     }
     case "ballot":
@@ -149,7 +149,7 @@ function agree(kb: Kb, ids: [string, string], model: Model, step: string): void 
     });
     // Marks and upheld sentences come and go together; an arbiter holds one side at most.
     const marked = new Set(kb.match("(ruling ?a ?d ?u)", ctx).map((r) => JSON.parse((r.sentence.match(/ ("(?:[^"\\]|\\.)*")\)$/) ?? [])[1]!) as string));
-    const held = [P, NOT_P].filter((t) => kb.engine.index.find(ctx, t === NOT_P, "(adoptDog Flat12)"));
+    const held = [P, NOT_P].filter((t) => kb.match(t, ctx).length > 0);
     expect([...marked].sort(), `${step}: ${arbiter}'s marks name exactly its upheld sentences`).toEqual(held.sort());
     expect(held.length, `${step}: ${arbiter} holds both sides`).toBeLessThanOrEqual(1);
   }
