@@ -150,20 +150,18 @@ export async function rule(kb: Kb, arbiter: string, id: string, upheld: string, 
       { sentence: `(genlCx ${ctx} CxSpeechActs)`, context: "CxUniverse", strength: "monotonic" },
     ],
   });
-  const mine = marks.filter((m) => m.disputeId === key);
   // The episode ends with the ruling, in the same edit: no reader sees the marks gone
   // without the ruling, and a refused ruling leaves them standing.
   const remove: number[] = markHandles(kb, key);
+  // The arbiter upholds one side of the atom: ruling this side withdraws its ruling of the
+  // other, with every mark that names it, also the marks of other disputes it settled.
   const withdrawn: number[] = [];
-  for (const m of mine) {
-    if (m.upheld === text) continue;
-    remove.push(m.mark);
-    const stillUsed = marks.some((o) => o.upheld === m.upheld && o.mark !== m.mark && !(o.disputeId === key));
-    const n = storedIn(kb, m.upheld, ctx);
-    if (n && !stillUsed) {
-      remove.push(n.h);
-      withdrawn.push(n.h);
-    }
+  const replaced = marks.filter((m) => m.upheld === negation(text));
+  const old = replaced.length ? storedIn(kb, negation(text), ctx) : undefined;
+  for (const m of replaced) remove.push(m.mark);
+  if (old) {
+    remove.push(old.h);
+    withdrawn.push(old.h);
   }
   const result = await kb.edit({
     add: [
@@ -172,7 +170,7 @@ export async function rule(kb: Kb, arbiter: string, id: string, upheld: string, 
     ],
     remove,
   });
-  return { ruling: result.added[0]!, withdrawn: withdrawn.sort((x, y) => x - y) };
+  return { ruling: result.added[0]!, withdrawn };
 }
 
 /** Withdraw every standing ruling of `arbiter` on dispute `id`. Returns the withdrawn handles. */

@@ -23,7 +23,7 @@
  * that is not inert (inert = a premise no rule reads and nothing opposes).
  */
 import { KbError, type Problem } from "./errors.js";
-import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
+import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, stringAtom, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
 import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
@@ -331,6 +331,7 @@ export class Engine {
         for (const m of this.index.mentioning(gone.h)) {
           if (!m.gone && m.premise !== 0 && this.isMarked("targetFollowingPredicate", m.atom[0] as string)) next.push(m);
         }
+        for (const m of this.sentenceFollowers(gone)) next.push(m);
       }
       if (next.length === 0) break;
       retracting = next;
@@ -361,6 +362,27 @@ export class Engine {
     this.seedMaskTarget(n, seeds);
     seeds.add(n);
     return [n, true];
+  }
+
+  /**
+   * `(sentenceFollowingPredicate P N)`: a stored P sentex whose argument N is a string holding
+   * the text of a sentence stored in the same context follows that sentence out of the store
+   * (a ruling's mark names its upheld sentence by text, which exists only in the same edit).
+   */
+  private sentenceFollowers(gone: Node): Node[] {
+    if (this.index.predSize("sentenceFollowingPredicate") === 0) return [];
+    const text = stringAtom(gone.text);
+    const out: Node[] = [];
+    for (const decl of this.index.candidates("sentenceFollowingPredicate", ["sentenceFollowingPredicate"])) {
+      const [, pred, pos] = decl.atom;
+      if (decl.label === OUT || typeof pred !== "string" || typeof pos !== "string" || !/^[1-9][0-9]?$/.test(pos)) continue;
+      const pattern: Term[] = [pred];
+      for (let i = 1; i <= Number(pos); i++) pattern.push(i === Number(pos) ? text : `?a${i}`);
+      for (const m of this.index.candidates(pred, pattern)) {
+        if (!m.gone && !m.neg && m.premise !== 0 && m.ctx === gone.ctx && m.atom[Number(pos)] === text) out.push(m);
+      }
+    }
+    return out;
   }
 
   /** A mask added or removed moves what its target supports where the mask is seen. */

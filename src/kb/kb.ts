@@ -466,7 +466,12 @@ export class Kb {
     };
   }
 
+  /**
+   * A rule is labelled IN_MONO so that it never weakens a firing (its own strength is not an
+   * input), but it reads back at the strength it was asserted with.
+   */
   private strength(n: Node): Strength {
+    if (n.rule) return n.premise === 2 ? "monotonic" : "default";
     return n.premise === 2 || n.label === IN_MONO ? "monotonic" : "default";
   }
 

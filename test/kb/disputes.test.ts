@@ -198,7 +198,7 @@ describe("arbiter rulings", () => {
     expect(kb.sentex(notP)!.believed).toBe(true);
     expect(disputes.disputeState(kb, id)).toBe("open");
     expect(adjudication.standingRulings(kb, "AgentCal", id)).toEqual([]);
-    expect(await adjudication.withdrawRulings(kb, "AgentCal", id)).toEqual([]); // only the mark was left
+    expect(await adjudication.withdrawRulings(kb, "AgentCal", id)).toEqual([]); // the mark went with the ruling
   });
 });
 
