@@ -132,7 +132,7 @@ export class Tail extends Component {
       <form class="controls" onSubmit=${this.resume}>
         ${running ? html`<button type="button" id="pause" onClick=${this.pause}>pause</button>` : html`<label>resume from seq <input name="from" size="8" value=${from} onInput=${field("from")} /></label><button type="submit" id="resume">resume</button>`}
         <span class="counters" data-events=${events} data-rows=${rows.length} data-last-seq=${lastSeq ?? ""} data-lagged=${lagged} data-running=${running ? "yes" : "no"}>
-          ${running ? "live" : "paused"} · ${events} events · ${rows.length} rows kept (cap ${MAX_TAIL_ROWS}) · last seq ${lastSeq ?? "—"} ·
+          ${running ? "live" : "paused"} · ${events} events · ${rows.length} rows kept (cap ${MAX_TAIL_ROWS}) · last seq ${lastSeq ?? "—"} ·${" "}
           <span class=${lagged > 0 ? "lagged warn" : "lagged"}>lagged ${lagged}</span>
         </span>
       </form>

@@ -126,8 +126,8 @@ export class Why extends Component {
     const [replies, tally, contradictions, disputes, rulings, ruled] = await Promise.all([
       settle(Promise.all(REPLIES.map(([pred, shape]) => wire("POST", "/v1/match", { sentence: shape(target), context: "?ctx" }).then((r) => r.sentexes.map((x) => ({ ...x, pred })))))).then((r) => (r.value ? { value: r.value.flat() } : r)),
       settle(wire("POST", "/v1/tally", { handle: h })),
-      s ? settle(wire("POST", "/v1/contradictions", { context: s.context })) : { value: null },
-      s ? settle(wire("POST", "/v1/disputes", { context: s.context })) : { value: null },
+      s ? settle(wire("POST", "/v1/contradictions", { context: s.context })) : { value: { contradictions: [], conflicts: [] } },
+      s ? settle(wire("POST", "/v1/disputes", { context: s.context })) : { value: { disputes: [] } },
       settle(wire("POST", "/v1/match", { sentence: "(ruling ?arbiter ?dispute ?upheld)", context: "?ctx" })),
       settle(wire("POST", "/v1/who-ruled", { handle: h })),
     ]);
