@@ -10,6 +10,8 @@ import { launchBrowser, openConsole, shoot, foreignOrigin, type ConsolePage } fr
 
 const ADMIN = "console-admin-token";
 let d: Daemon;
+/** expect.poll with room for a loaded machine (the default gives up after 1 s). */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 20_000, interval: 100 });
 let browser: Browser;
 
 const post = async (path: string, body: unknown, token = ADMIN) => {
@@ -68,7 +70,7 @@ describe("console", () => {
     await tailReady(page);
     const a = await post("/v1/assert", { sentence: "(dog Rex)", context: "CxPets" });
     const row = page.locator(`tr[data-seq="${a.seq}"]`);
-    await expect.poll(() => row.textContent()).toContain("(dog Rex)");
+    await poll(() => row.textContent()).toContain("(dog Rex)");
     expect(await row.locator("a.handle").getAttribute("href")).toBe(`#/why/${a.handle}`);
     await shoot(page, "tail");
 
@@ -78,7 +80,7 @@ describe("console", () => {
     expect(await page.locator(`tr[data-seq="${held.seq}"]`).count()).toBe(0);
     expect(await page.inputValue('input[name="from"]')).toBe(String(a.seq)); // resumes after the last seq seen
     await page.click("#resume");
-    await expect.poll(() => page.locator(`tr[data-seq="${held.seq}"]`).textContent()).toContain("(dog Bolt)");
+    await poll(() => page.locator(`tr[data-seq="${held.seq}"]`).textContent()).toContain("(dog Bolt)");
 
     // Filtered on the daemon by context: a write elsewhere never shows.
     await page.fill('input[name="context"]', "CxBirds");
@@ -86,7 +88,7 @@ describe("console", () => {
     await tailReady(page);
     const other = await post("/v1/assert", { sentence: "(dog Fang)", context: "CxPets" });
     const bird = await post("/v1/assert", { sentence: "(bird Tweety)", context: "CxBirds" });
-    await expect.poll(() => page.locator(`tr[data-seq="${bird.seq}"]`).count()).toBe(1);
+    await poll(() => page.locator(`tr[data-seq="${bird.seq}"]`).count()).toBe(1);
     expect(await page.locator(`tr[data-seq="${other.seq}"]`).count()).toBe(0);
     expect(c.errors).toEqual([]);
     await c.close();
@@ -113,7 +115,7 @@ describe("console", () => {
 
     await page.fill('input[name="limit"]', "2");
     await page.click('button:has-text("run")');
-    await expect.poll(() => page.getAttribute(".answer-meta", "data-truncated")).toBe("yes");
+    await poll(() => page.getAttribute(".answer-meta", "data-truncated")).toBe("yes");
     expect(await page.locator("table.solutions tbody tr").count()).toBe(2);
     expect(c.errors).toEqual([]);
     await c.close();
@@ -130,15 +132,15 @@ describe("console", () => {
     expect(await page.getAttribute("#verdict [data-believed]", "data-believed")).toBe("yes");
     expect(await page.textContent("#why-sentence")).toBe("(animal Shep)");
     const support = page.locator(".why-tree .support").first();
-    await expect.poll(() => support.locator(".rule").textContent()).toContain("(implies (dog ?x) (animal ?x))");
+    await poll(() => support.locator(".rule").textContent()).toContain("(implies (dog ?x) (animal ?x))");
     expect(await support.locator(".rule a.handle").getAttribute("href")).toBe(`#/why/${rule.handle}`);
     const premiseNode = support.locator(`.premises .why-node[data-handle="${premise.handle}"]`);
-    await expect.poll(() => premiseNode.textContent()).toContain("(dog Shep)");
+    await poll(() => premiseNode.textContent()).toContain("(dog Shep)");
     await page.waitForSelector("table.history td");
     await shoot(page, "why");
 
     await post("/v1/retract", { handle: premise.handle });
-    await expect.poll(() => page.getAttribute("#verdict [data-believed]", "data-believed")).toBe("no");
+    await poll(() => page.getAttribute("#verdict [data-believed]", "data-believed")).toBe("no");
     expect(await page.textContent("#verdict")).toContain(`not believed: ${(await post("/v1/why", { handle: derived.handle })).reason}`);
     expect(c.errors).toEqual([]);
     await c.close();
@@ -150,6 +152,8 @@ describe("console", () => {
     const q = await post("/v1/assert", { sentence: "(queries AgentSlow (colourOf Sky))", context: "CxSlow" }, agent.token);
     await post("/v1/assert", { sentence: `(claims AgentSlow (sentexHandle ${q.handle}) ${Date.now() + 600_000})`, context: "CxSlow" }, agent.token);
     const sub = await post("/v1/watch", {}, agent.token); // and never read again
+    const waiting = await post("/v1/watch", { goal: "(never ?x)", context: "CxSlow" }, agent.token);
+    const parked = call(d.url, "POST", "/v1/poll", { token: waiting.token, cursor: waiting.cursor, waitMs: 20_000 }, { token: agent.token });
     const c = await openAs("#/who");
     const { page } = c;
     const row = page.locator(`table.watchers tr[data-token="${sub.token}"]`);
@@ -158,11 +162,14 @@ describe("console", () => {
     const pending = async () => Number(await row.getAttribute("data-pending"));
     const before = await lag();
     for (let i = 0; i < 5; i++) await post("/v1/assert", { sentence: `(tick N${i})`, context: "CxClock" });
-    await expect.poll(lag).toBeGreaterThanOrEqual(before + 5);
+    await poll(lag).toBeGreaterThanOrEqual(before + 5);
     expect(await pending()).toBeGreaterThanOrEqual(5);
     expect(await row.textContent()).toContain("AgentSlow");
+    await poll(() => page.getAttribute(`table.watchers tr[data-token="${waiting.token}"]`, "data-parked")).toBe("1");
+    await post("/v1/unwatch", { token: waiting.token }, agent.token);
+    expect((await parked).body.type).toBe("unknown-subscription"); // an unwatched parked poll is answered
     const queryRow = page.locator("table.queries tbody tr", { hasText: "(colourOf Sky)" });
-    await expect.poll(() => queryRow.textContent()).toContain("AgentSlow");
+    await poll(() => queryRow.textContent()).toContain("AgentSlow");
     expect(await queryRow.locator("td").nth(5).textContent()).toBe("AgentSlow"); // claimed by
     expect(await page.textContent("#cluster")).toContain("a single daemon");
     await shoot(page, "who");

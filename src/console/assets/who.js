@@ -60,7 +60,7 @@ export class Who extends Component {
       <h3>Subscriptions</h3>
       ${watchers?.error ? html`<${Refusal} error=${watchers.error} />` : html`<table class="watchers"><thead><tr><th>token</th><th>owner</th><th>context</th><th>goal</th><th>cursor</th><th title="head seq minus cursor">lag (seqs)</th><th title="undelivered events in its ring">pending</th><th>parked polls</th><th>stream</th><th>lagged</th></tr></thead>
         <tbody>${(watchers?.value?.watchers ?? []).map(
-          (w) => html`<tr data-token=${w.token} data-lag=${head === undefined ? "" : head - w.cursor} data-pending=${w.pending}>
+          (w) => html`<tr data-token=${w.token} data-lag=${head === undefined ? "" : head - w.cursor} data-pending=${w.pending} data-parked=${w.parked}>
             <td class="token">${w.token.slice(0, 12)}…</td><td>${w.owner}</td><td>${w.context ?? "every"}</td><td>${w.goal ?? ""}</td><td>${w.cursor}</td>
             <td class="lag">${head === undefined ? "" : head - w.cursor}</td><td>${w.pending}</td><td>${w.parked}</td><td>${yesNo(w.streaming)}</td><td class=${w.lagged ? "warn" : ""}>${w.lagged}</td>
           </tr>`,
