@@ -49,6 +49,9 @@ export async function wire(method, path, body) {
   return json;
 }
 
+/** A promise as `{value}` or `{error}`: a page section shows its own refusal and the others still show. */
+export const settle = (p) => p.then((value) => ({ value }), (error) => ({ error }));
+
 /** The term naming a sentex by its handle, as replies and ballots name their target. */
 export const sx = (handle) => `(sentexHandle ${handle})`;
 

@@ -4,15 +4,13 @@
  * queries with their claims. Read again every WHO_REFRESH_MS.
  */
 import { html, Component, Refusal, SentexLink, yesNo, ago } from "./ui.js";
-import { wire } from "./api.js";
+import { wire, settle } from "./api.js";
 
 /** How often the page reads again, in milliseconds. */
 export const WHO_REFRESH_MS = 1000;
 
 /** The /health fields a cluster adds (role, epoch, applied seq, apply lag); a single daemon has none of them. */
 const CLUSTER_FIELDS = ["role", "epoch", "appliedSeq", "lagMs"];
-
-const settle = (p) => p.then((value) => ({ value }), (error) => ({ error }));
 
 export class Who extends Component {
   state = { health: null, agents: null, watchers: null, queries: null, readAt: null };

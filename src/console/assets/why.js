@@ -7,7 +7,7 @@
  * premise shows at once.
  */
 import { html, Component, Refusal, SentexLink, yesNo } from "./ui.js";
-import { wire, stream, sx } from "./api.js";
+import { wire, stream, sx, settle } from "./api.js";
 
 /** Events the history section reads back from the durable log at most. */
 export const MAX_HISTORY_EVENTS = 500;
@@ -25,8 +25,6 @@ const REPLIES = [
   ["notUnderstood", (t) => `(notUnderstood ?agent ${t})`],
   ["refuse", (t) => `(refuse ?agent ${t})`],
 ];
-
-const settle = (p) => p.then((value) => ({ value }), (error) => ({ error }));
 
 /** A sentex and its why, or the refusal of either (a retracted sentex has a why but no record). */
 async function loadNode(handle) {
