@@ -8,6 +8,7 @@ const suites: Record<string, () => Promise<void>> = {
   wire: async () => (await import("./wire.js")).run(),
   channel: async () => (await import("./channel.js")).run(),
   rules: async () => (await import("./rules.js")).run(),
+  console: async () => (await import("./console.js")).run(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

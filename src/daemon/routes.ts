@@ -13,7 +13,7 @@ import type { Metrics } from "./metrics.js";
 import * as s from "./schemas.js";
 import { disputeRoutes } from "./disputes.js";
 
-/** none = no token (only /health); any = any principal; admin = the admin only. */
+/** none = no token (/health, and the console's static files in src/console/serve.ts); any = any principal; admin = the admin only. */
 export type RouteAccess = "none" | "any" | "admin";
 
 export interface RouteDeps {

@@ -102,7 +102,8 @@ export const unwatchAnswer = z.object({ ok, dropped: z.boolean() });
 export const watchersAnswer = z.object({
   ok,
   watchers: z.array(
-    z.object({ token: z.string(), owner: z.string(), goal: z.string().optional(), context: z.string().optional(), cursor: seq, pending: z.number().int(), lagged: z.number().int() }),
+    z.object({ token: z.string(), owner: z.string(), goal: z.string().optional(), context: z.string().optional(), cursor: seq, pending: z.number().int(), lagged: z.number().int(),
+      parked: z.number().int().describe("polls parked on it now"), streaming: z.boolean().describe("a stream is reading it now") }),
   ),
 });
 

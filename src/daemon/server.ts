@@ -23,6 +23,7 @@ import { Access, type Principal } from "./access.js";
 import { Metrics } from "./metrics.js";
 import { routes, type RouteDef } from "./routes.js";
 import { openApiDocument } from "./openapi.js";
+import { consoleRoutes } from "../console/serve.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
 export interface DaemonLimits {
@@ -195,6 +196,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     reply.header("content-type", metrics.registry.contentType);
     return metrics.registry.metrics();
   });
+  void app.register(consoleRoutes); // GET /console: static files only (src/console/serve.ts)
 
   if (access.posture === "open") log.warn("open mode: no KOINII_ADMIN_TOKEN, every caller is the admin (loopback only)");
 

@@ -92,6 +92,10 @@ export interface WatcherInfo {
   cursor: number;
   pending: number;
   lagged: number;
+  /** Polls parked on this subscription now. */
+  parked: number;
+  /** Whether a stream is reading it now. */
+  streaming: boolean;
 }
 
 /** Counters the daemon turns into metrics. */
@@ -249,7 +253,7 @@ export class FeedHub {
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
       const cursor = Math.max(s.ackSeq, s.answeredSeq);
-      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount };
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount, parked: s.parked, streaming: s.streaming !== undefined };
       if (s.watch.goal !== undefined) w.goal = s.watch.goal;
       if (s.watch.context !== undefined) w.context = s.watch.context;
       out.push(w);
