@@ -11,6 +11,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { openKb } from "../kb/index.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
+import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
@@ -42,6 +43,7 @@ interface ServeOptions {
   shutdownGraceMs: number;
   feedRetentionEvents: number;
   maxPollLimit: number;
+  maxMcpSessions: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -63,6 +65,7 @@ export function registerServeCommand(program: Command): void {
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
+    .option("--max-mcp-sessions <n>", "open MCP sessions on /mcp (429 too-many-sessions past it)", positive, DEFAULT_MCP_HTTP_LIMITS.maxSessions)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
       if (!isLoopback(o.listen) && !adminToken) {
@@ -75,6 +78,7 @@ export function registerServeCommand(program: Command): void {
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
         limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
+        mcp: { maxSessions: o.maxMcpSessions },
       });
       let stopping = false;
       const stop = async (signal: string) => {

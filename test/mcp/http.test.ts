@@ -62,6 +62,24 @@ describe("/mcp behind the wire's access rules", () => {
     }
   });
 
+  it("past --max-mcp-sessions an initialize is refused 429 too-many-sessions; closing a session frees its place", async () => {
+    const w = await startWorld({ args: ["--max-mcp-sessions", "1"] });
+    try {
+      const first = transportFor(w, w.atlasToken);
+      const c = new Client({ name: "koinii-test", version: "0.0.0" });
+      await c.connect(first);
+      const r = await call(w.d.url, "POST", `/mcp?channel=${CHANNEL}`, initialize, { token: w.boreasToken, headers: mcpHeaders });
+      expect([r.status, r.body.type]).toEqual([429, "too-many-sessions"]);
+      await first.terminateSession(); // DELETE /mcp
+      await c.close();
+      const again = await connectHttp(w, w.boreasToken);
+      expect((await again.listTools()).tools.length).toBeGreaterThan(0);
+      await again.close();
+    } finally {
+      await stopWorld(w);
+    }
+  });
+
   it("the admin names the agent it speaks as; its moves are stamped with that agent", async () => {
     const w = await startWorld();
     try {
