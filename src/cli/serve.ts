@@ -44,6 +44,7 @@ interface ServeOptions {
   feedRetentionEvents: number;
   maxPollLimit: number;
   maxMcpSessions: number;
+  mcpIdleSessionMs: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -66,6 +67,7 @@ export function registerServeCommand(program: Command): void {
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
     .option("--max-mcp-sessions <n>", "open MCP sessions on /mcp (429 too-many-sessions past it)", positive, DEFAULT_MCP_HTTP_LIMITS.maxSessions)
+    .option("--mcp-idle-session-ms <ms>", "close an MCP session with no open request or stream for this long", positive, DEFAULT_MCP_HTTP_LIMITS.idleSessionMs)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
       if (!isLoopback(o.listen) && !adminToken) {
@@ -78,7 +80,7 @@ export function registerServeCommand(program: Command): void {
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
         limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
-        mcp: { maxSessions: o.maxMcpSessions },
+        mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });
       let stopping = false;
       const stop = async (signal: string) => {

@@ -23,15 +23,21 @@ import type { WatchLimits } from "./watch.js";
 export interface McpHttpLimits {
   /** Open MCP sessions at once; one more `initialize` is refused `too-many-sessions`. */
   maxSessions: number;
+  /** A session with no open request or stream for this long is closed (its client went away without DELETE). */
+  idleSessionMs: number;
   watch?: Partial<WatchLimits>;
 }
 
-export const DEFAULT_MCP_HTTP_LIMITS: McpHttpLimits = { maxSessions: 64 };
+export const DEFAULT_MCP_HTTP_LIMITS: McpHttpLimits = { maxSessions: 64, idleSessionMs: 300_000 };
 
 interface HttpSession {
   principal: string;
   transport: StreamableHTTPServerTransport;
   koinii: KoiniiMcp;
+  /** Requests and SSE streams of this session still open. */
+  open: number;
+  /** When the last one ended (epoch ms). */
+  lastSeen: number;
 }
 
 /** The daemon's own address as seen from inside it: a wildcard bind is reached on loopback. */
@@ -54,9 +60,21 @@ function asWireError(e: unknown): unknown {
 }
 
 export function mountMcp(app: FastifyInstance, limits: Partial<McpHttpLimits> = {}): void {
-  const { maxSessions, watch } = { ...DEFAULT_MCP_HTTP_LIMITS, ...limits };
-  if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) throw new RangeError(`mcp limit maxSessions must be a positive integer, got ${maxSessions}`);
+  const { maxSessions, idleSessionMs, watch } = { ...DEFAULT_MCP_HTTP_LIMITS, ...limits };
+  for (const [k, v] of Object.entries({ maxSessions, idleSessionMs })) if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`mcp limit ${k} must be a positive integer, got ${v}`);
   const sessions = new Map<string, HttpSession>();
+  const reaper = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, s] of sessions) {
+        if (s.open > 0 || now - s.lastSeen <= idleSessionMs) continue;
+        sessions.delete(id);
+        void s.koinii.close();
+      }
+    },
+    Math.max(10, Math.min(idleSessionMs / 4, 60_000)),
+  );
+  reaper.unref();
 
   const open = async (principal: string, token: string | undefined, agent: string, channel: string): Promise<HttpSession> => {
     const medium = wire({ url: selfUrl(app), token });
@@ -70,6 +88,8 @@ export function mountMcp(app: FastifyInstance, limits: Partial<McpHttpLimits> = 
     const s: HttpSession = {
       principal,
       koinii,
+      open: 0,
+      lastSeen: Date.now(),
       transport: new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => void sessions.set(id, s) }),
     };
     s.transport.onclose = () => {
@@ -101,6 +121,11 @@ export function mountMcp(app: FastifyInstance, limits: Partial<McpHttpLimits> = 
         if (!agent || !channel) throw new WireError("bad-request", "name the channel (and, for the admin, the agent) in the query string: /mcp?channel=CxDeploy&agent=AgentAtlas");
         s = await open(req.principal.id, bearerOf(req.headers.authorization), agent, channel);
       }
+      s.open++;
+      reply.raw.once("close", () => {
+        s.open--;
+        s.lastSeen = Date.now();
+      });
       reply.hijack();
       await s.transport.handleRequest(req.raw, reply.raw, req.body);
     },
@@ -108,6 +133,7 @@ export function mountMcp(app: FastifyInstance, limits: Partial<McpHttpLimits> = 
 
   // Before the daemon stops accepting: end every session (its SSE streams and watches).
   app.addHook("preClose", async () => {
+    clearInterval(reaper);
     await Promise.all([...sessions.values()].map((s) => s.koinii.close()));
     sessions.clear();
   });

@@ -80,6 +80,27 @@ describe("/mcp behind the wire's access rules", () => {
     }
   });
 
+  it("a session whose client went away without DELETE is closed after --mcp-idle-session-ms; its id is then 404 not-found", async () => {
+    const w = await startWorld({ args: ["--mcp-idle-session-ms", "200"] });
+    try {
+      const t = transportFor(w, w.atlasToken);
+      const c = new Client({ name: "koinii-test", version: "0.0.0" });
+      await c.connect(t);
+      const id = t.sessionId!;
+      await c.close(); // closes the streams, sends no DELETE
+      // Probe with another agent's token: refused 403 before it touches the session (so it does not keep it alive), 404 once it is gone.
+      const probe = () => call(w.d.url, "POST", "/mcp", { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, { token: w.boreasToken, headers: { ...mcpHeaders, "mcp-session-id": id } });
+      let r = await probe();
+      for (let i = 0; i < 400 && r.status === 403; i++) {
+        await new Promise((ok) => setTimeout(ok, 50));
+        r = await probe();
+      }
+      expect([r.status, r.body.type]).toEqual([404, "not-found"]);
+    } finally {
+      await stopWorld(w);
+    }
+  });
+
   it("the admin names the agent it speaks as; its moves are stamped with that agent", async () => {
     const w = await startWorld();
     try {
