@@ -125,6 +125,21 @@ export function describeFrontEnd(mount: string, connect: Connect): void {
       expect(sol.body.solutions).toEqual([{ "?who": "AgentBoreas", "?what": '"Postgres 16"' }]);
     });
 
+    it("dispute, vote and why through MCP write and read the channel's shapes; the channel and believed resources answer", async () => {
+      const t = await ch.assert(w.boreas, "(regionOf ProdCluster EuWest)");
+      const d = await tool(c, "dispute", { target: t });
+      const v = await tool(c, "vote", { target: t, stance: "against" });
+      expect([d.isError, v.isError]).toEqual([false, false]);
+      expect((await w.boreas.medium.match(`(disputes AgentAtlas (sentexHandle ${t}))`, "CxAtlas")).map((s) => s.handle)).toEqual([d.body.handle]);
+      expect((await w.boreas.medium.match("(not (regionOf ProdCluster EuWest))", "CxAtlas")).map((s) => s.creator)).toEqual(["AgentAtlas"]);
+      expect((await w.boreas.medium.match(`(votesAgainst AgentAtlas (sentexHandle ${t}))`, "CxAtlas")).map((s) => s.handle)).toEqual([v.body.handle]);
+      expect((await tool(c, "why", { handle: t })).body).toMatchObject({ premise: true });
+      const chan = await readJson(c, "koinii://channel");
+      expect(chan).toMatchObject({ channel: CHANNEL, agent: "AgentAtlas", context: "CxAtlas" });
+      const believed = await readJson(c, `koinii://believed/${CHANNEL}/${encodeURIComponent("(regionOf ProdCluster ?r)")}`);
+      expect(believed.sentences.map((e: { handle: number }) => e.handle)).toContain(t);
+    });
+
     it("a subscribed watch is updated when another agent writes, and a read answers the change", async () => {
       const uri = watchUri(CHANNEL, "(queries ?agent ?question)");
       await c.subscribeResource({ uri });
