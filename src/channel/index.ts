@@ -22,7 +22,7 @@ export {
 export type { AgentHandle, OpenQuery, ClaimStatus } from "./channel.js";
 export { registerAgent, agents, setTrust, setDisplayName, trustOf, displayNameOf } from "./identity.js";
 export { subscribe, unsubscribe } from "./subscribe.js";
-export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES } from "./pollloop.js";
+export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES, TRANSIENT_TYPES } from "./pollloop.js";
 export { DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
 export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC } from "./catchup.js";
 export type { Consumer, CursorStore, CursorPosition, SyncOptions, SyncResult, ResnapshotReason } from "./catchup.js";

@@ -20,7 +20,8 @@ export const MAX_POLL_FAILURES = 5;
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2_000;
 
-const TRANSIENT = new Set(["network", "timeout", "internal-error", "shutting-down", "closed", "too-many-waiters"]);
+/** Refusals a retry may cure (the daemon unreachable, stopping or busy): retried with backoff. */
+export const TRANSIENT_TYPES: ReadonlySet<string> = new Set(["network", "timeout", "internal-error", "shutting-down", "closed", "too-many-waiters"]);
 
 export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAnswer, callback: EventCallback, opts: SubscribeOptions = {}): Subscription {
   const waitMs = opts.waitMs ?? DEFAULT_WAIT_MS;
@@ -71,7 +72,7 @@ export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAns
             break;
           }
         }
-        if (TRANSIENT.has(type) && ++failures < MAX_POLL_FAILURES) {
+        if (TRANSIENT_TYPES.has(type) && ++failures < MAX_POLL_FAILURES) {
           await sleep(Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** failures));
           continue;
         }

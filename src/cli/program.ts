@@ -25,6 +25,7 @@ export const REGISTRARS: (Registrar | LazyRegistrar)[] = [
   { commands: ["floor"], load: async () => (await import("../agents/floor/cli.js")).registerFloorCommand },
   { commands: ["responder"], load: async () => (await import("../agents/responder/cli.js")).registerResponderCommand },
   { commands: ["mail"], load: async () => (await import("../agents/mail/cli.js")).registerMailCommand },
+  { commands: ["mcp"], load: async () => (await import("../mcp/cli.js")).registerMcpCommand },
 ];
 
 /** Build the program for `argv` (process.argv shape): core verbs always, lazy ones when asked for. */

@@ -12,6 +12,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { openKb, DEFAULT_READ_LIMITS } from "../kb/index.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
+import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
@@ -46,6 +47,8 @@ interface ServeOptions {
   maxQuerySteps: number;
   maxResults: number;
   maxReadMs: number;
+  maxMcpSessions: number;
+  mcpIdleSessionMs: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -70,6 +73,8 @@ export function registerServeCommand(program: Command): void {
     .option("--max-query-steps <n>", "sentexes one read may examine (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxQuerySteps)
     .option("--max-results <n>", "rows one read may answer: a query is truncated, a match refused (422 too-costly)", positive, DEFAULT_READ_LIMITS.maxResults)
     .option("--max-read-ms <ms>", "time one read may run on the writer's thread (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxReadMs)
+    .option("--max-mcp-sessions <n>", "open MCP sessions on /mcp (429 too-many-sessions past it)", positive, DEFAULT_MCP_HTTP_LIMITS.maxSessions)
+    .option("--mcp-idle-session-ms <ms>", "close an MCP session with no open request or stream for this long", positive, DEFAULT_MCP_HTTP_LIMITS.idleSessionMs)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
       if (!isLoopback(o.listen) && !adminToken) {
@@ -88,6 +93,7 @@ export function registerServeCommand(program: Command): void {
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
         limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
+        mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });
       let stopping = false;
       const stop = async (signal: string) => {

@@ -21,6 +21,7 @@ type DaemonErrorType =
   | "body-too-large"
   | "not-json"
   | "shutting-down"
+  | "too-many-sessions"
   | "internal-error";
 
 export type WireErrorType = KbErrorType | FeedErrorType | DaemonErrorType;
@@ -68,6 +69,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "not-json": 415,
   "too-many-subscriptions": 429,
   "too-many-waiters": 429,
+  // Not in wire.md: the /mcp mount's open sessions reached maxSessions (docs/mcp.md).
+  "too-many-sessions": 429,
   "internal-error": 500,
   // Not in wire.md: the daemon is stopping (SIGTERM) or the store closed (docs/daemon.md).
   "shutting-down": 503,

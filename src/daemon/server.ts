@@ -24,6 +24,7 @@ import { Metrics } from "./metrics.js";
 import { routes, type RouteDef } from "./routes.js";
 import { openApiDocument } from "./openapi.js";
 import { consoleRoutes } from "../console/serve.js";
+import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
 export interface DaemonLimits {
@@ -52,6 +53,8 @@ export interface ServerOptions {
   logger?: Logger;
   version?: string;
   now?: () => number;
+  /** Bounds of the /mcp mount (docs/mcp.md). */
+  mcp?: Partial<McpHttpLimits>;
 }
 
 export interface KoiniiServer {
@@ -191,6 +194,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       },
     });
   }
+  mountMcp(app, opts.mcp); // the MCP front end, a wire client of this daemon (docs/mcp.md)
   app.get("/openapi.json", { config: { access: "any" } }, async () => openApiDocument(table, version));
   app.get("/metrics", { config: { access: "any" } }, async (_req, reply) => {
     reply.header("content-type", metrics.registry.contentType);
