@@ -10,7 +10,7 @@ export type { ComposeOptions, ComposeRequest, Composer } from "./types.js";
 export { AnthropicComposer, ComposeError, buildPrompt, defaultAnthropicModels, jsonAsData } from "./anthropic.js";
 export type { AnthropicComposerOptions } from "./anthropic.js";
 export { DeterministicComposer, relevantRecall } from "./deterministic.js";
-export { clampAtSentence, codePointLength, guardReply, promiseIn, splitSentences } from "./guard.js";
+export { clampAtSentence, codePointLength, guardReply, promiseIn, sendable, splitSentences } from "./guard.js";
 export type { GuardRefusal, GuardResult } from "./guard.js";
 
 /**

@@ -57,6 +57,7 @@ interface RunOptions {
   agent: string;
   channel: string;
   ingestAgents: string[];
+  factWriters?: string[];
   platformUrl: string;
   platformTokenFile: string;
   natsUrl?: string;
@@ -127,6 +128,7 @@ async function run(o: RunOptions): Promise<void> {
   let nats: NatsBus | null = null;
   const kb = new ChannelKb({
     trustedAskers: new Set(o.ingestAgents),
+    factWriters: new Set(o.factWriters ?? o.ingestAgents),
     recallPredicates: o.recallPredicates,
     publish: (notice) => {
       if (nats === null) return;
@@ -183,7 +185,7 @@ async function run(o: RunOptions): Promise<void> {
   });
   let http;
   try {
-    http = await startHttp({ host: o.bind, port: o.port, ingest: (dm) => service.ingest(dm, "http"), status, log: logLine });
+    http = await startHttp({ host: o.bind, port: o.port, ingest: (dm) => service.ingest(dm, "http"), refused: (st, error) => service.refuseIngest("http", error, { status: st }), status, log: logLine });
   } catch (e) {
     logLine("cannot listen", { bind: o.bind, port: o.port, error: (e as Error).message });
     await booted.stop("listen_failed");
@@ -245,6 +247,7 @@ export function registerResponderCommand(program: Command): void {
     .option("--agent <id>", "the responder's agent id (env RESPONDER_AGENT)", env.RESPONDER_AGENT ?? defaultResponderAgent)
     .option("--channel <context>", "the channel DMs are posed in (env RESPONDER_CHANNEL)", env.RESPONDER_CHANNEL ?? defaultResponderChannel)
     .option("--ingest-agents <ids>", "comma-separated agents whose DM query nodes are taken as DMs, besides the responder (env RESPONDER_INGEST_AGENTS)", list, list(env.RESPONDER_INGEST_AGENTS ?? ""))
+    .option("--fact-writers <ids>", "comma-separated agents whose facts about a correspondent a reply may draw on, besides the responder (env RESPONDER_FACT_WRITERS; default: the ingest agents)", list, env.RESPONDER_FACT_WRITERS === undefined ? undefined : list(env.RESPONDER_FACT_WRITERS))
     .option("--platform-url <url>", "the DM platform's base URL (env OBC_API)", env.OBC_API ?? "https://api.openbotcity.com")
     .option("--platform-token-file <file>", "file holding the platform token, bare or OPENBOTCITY_JWT=... (env OBC_JWT_FILE); read on every request", env.OBC_JWT_FILE ?? join(homedir(), ".kannaka-obc.env"))
     .option("--nats-url <url>", "NATS server, e.g. nats://127.0.0.1:4222 (env NATS_URL; NATS_USER/NATS_PASSWORD); none = no bus", env.NATS_URL)
