@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { AuditLog } from "./audit.js";
 import type { LoadedCharter } from "./charter.js";
+import { type OffWindow, clearSwitchedOff, readSwitchedOff, windowAction, windowOf } from "./killswitch.js";
 import { DedupStore } from "./dedup.js";
 import { AuditReplay, type Clock, type KbPort, Responder, type ResponderOptions, type UnrecordedOutcome } from "./responder.js";
 import type { PlatformPort } from "./platform.js";
@@ -30,6 +31,8 @@ export interface Booted {
   responder: Responder;
   audit: AuditLog;
   processed: DedupStore;
+  /** Spans the responder was switched off (R22): catch-up leaves DM nodes created in them for a human. */
+  offWindows: OffWindow[];
   /** Outcomes the knowledge base never acknowledged before this boot, oldest first: the service records them at its first connect. */
   unrecorded: UnrecordedOutcome[];
   /** Close both files after writing `daemon_stopped`. */
@@ -43,6 +46,7 @@ export interface Booted {
 export function bootResponder(o: BootOptions): Booted {
   const now = o.clock.nowMs();
   const replay = new AuditReplay(now);
+  const offWindows: OffWindow[] = [];
   const audit = AuditLog.open(
     o.auditPath ?? join(o.dataDir, "audit.jsonl"),
     {
@@ -53,8 +57,19 @@ export function bootResponder(o: BootOptions): Booted {
       composer: o.composer.name,
     },
     now,
-    replay.onRecord,
+    (r) => {
+      replay.onRecord(r);
+      const w = windowOf(r);
+      if (w !== null) offWindows.push(w);
+    },
   );
+  // A start refused by a kill switch left a marker: its window goes into the audit, then the marker goes.
+  const off = readSwitchedOff(o.dataDir);
+  if (off !== null) {
+    audit.append(windowAction, { since_ms: off.sinceMs, until_ms: now, switch: off.switch }, now);
+    offWindows.push({ fromMs: off.sinceMs, toMs: now });
+    clearSwitchedOff(o.dataDir);
+  }
   const processed = DedupStore.open(o.processedPath ?? join(o.dataDir, "processed.jsonl"), o.maxProcessedIds);
   for (const id of replay.processedIds) processed.add(id);
   const unrecorded = replay.unrecorded();
@@ -73,6 +88,7 @@ export function bootResponder(o: BootOptions): Booted {
     audit,
     processed,
     unrecorded,
+    offWindows,
     async stop(signal: string) {
       await responder.drain();
       audit.append("daemon_stopped", { sig: signal }, clock.nowMs());

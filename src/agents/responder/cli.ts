@@ -21,6 +21,7 @@ import { bootResponder } from "./boot.js";
 import { ChannelKb, defaultRecallPredicates } from "./channelkb.js";
 import { CharterError, envEnabled, loadCharter } from "./charter.js";
 import { startHttp } from "./http.js";
+import { type KillSwitch, noteSwitchedOff } from "./killswitch.js";
 import { NatsBus, defaultDmSubject, defaultEscalationSubject, escalationEvent } from "./nats.js";
 import { PlatformClient, parseTokenFile } from "./platform.js";
 import { readFileSync } from "node:fs";
@@ -77,6 +78,15 @@ interface RunOptions {
 }
 
 
+/** Leave the kill-switch marker; a failure to write it is logged, never a reason to start. */
+function switchedOff(dataDir: string, sw: KillSwitch): void {
+  try {
+    noteSwitchedOff(dataDir, sw, Date.now());
+  } catch (e) {
+    logLine("cannot record the kill switch in the data directory", { path: dataDir, error: (e as NodeJS.ErrnoException).code ?? (e as Error).message });
+  }
+}
+
 function logLine(msg: string, extra: Record<string, unknown> = {}): void {
   process.stderr.write(JSON.stringify({ ts: new Date().toISOString(), component: "responder", msg, ...extra }) + "\n");
 }
@@ -88,9 +98,11 @@ async function run(o: RunOptions): Promise<void> {
       process.exit(1);
     }
   }
-  // Kill switches first: nothing is opened, written or connected while either is off.
+  // Kill switches first: nothing is opened or connected while either is off, and the only
+  // write is the marker that DMs arriving from now on are the humans' (R22).
   if (!envEnabled(env)) {
     logLine("refusing to start (kill switch): RESPONDER_ENABLED is not 1");
+    switchedOff(o.data, "env");
     process.exit(0);
   }
   if (o.charter === undefined) {
@@ -107,6 +119,7 @@ async function run(o: RunOptions): Promise<void> {
   logLine("charter loaded", { path: o.charter, version: loaded.charter.version, sha256: loaded.sha256, enabled: loaded.charter.enabled });
   if (!loaded.charter.enabled) {
     logLine("refusing to start (kill switch): the charter's enabled is not true");
+    switchedOff(o.data, "charter");
     process.exit(0);
   }
   let tokenText: string;

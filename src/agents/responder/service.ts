@@ -10,6 +10,7 @@ import { type AgentHandle, type Handle, type Subscription, subscribe } from "../
 import type { Booted } from "./boot.js";
 import { type ChannelKb, type DmNode, KbUnavailableError } from "./channelkb.js";
 import { dmQueryGoal, parseDmNode } from "./dmnode.js";
+import { inWindow } from "./killswitch.js";
 import type { Dm } from "./gate.js";
 import type { Clock, Outcome } from "./responder.js";
 
@@ -47,7 +48,7 @@ export interface ServiceStatus {
   connected: boolean;
   connects: number;
   catchups: number;
-  lastCatchup: { atMs: number; found: number; queued: number; processed: number; tooOld: number; overCount: number } | null;
+  lastCatchup: { atMs: number; found: number; queued: number; processed: number; tooOld: number; switchedOff: number; overCount: number } | null;
   inflight: number;
   pendingRecords: number;
   ingested: Record<Via, number>;
@@ -179,10 +180,12 @@ export class ResponderService {
     const nodes = await this.o.kb.openDms();
     const processed: DmNode[] = [];
     const tooOld: DmNode[] = [];
+    const switchedOff: DmNode[] = [];
     const fresh: DmNode[] = [];
     for (const n of nodes) {
       if (n.dm.messageId !== null && this.o.booted.processed.has(n.dm.messageId)) processed.push(n);
       else if (now - n.createdAt > this.limits.maxAgeMs) tooOld.push(n);
+      else if (inWindow(this.o.booted.offWindows, n.createdAt)) switchedOff.push(n);
       else fresh.push(n);
     }
     fresh.sort((a, b) => a.handle - b.handle);
@@ -190,17 +193,19 @@ export class ResponderService {
     const overCount = fresh.slice(0, fresh.length - take.length);
     const ids = (ns: DmNode[]) => ns.slice(0, maxIdsInCatchupRecord).map((n) => n.dm.messageId);
     this.st.catchups++;
-    this.st.lastCatchup = { atMs: now, found: nodes.length, queued: take.length, processed: processed.length, tooOld: tooOld.length, overCount: overCount.length };
+    this.st.lastCatchup = { atMs: now, found: nodes.length, queued: take.length, processed: processed.length, tooOld: tooOld.length, switchedOff: switchedOff.length, overCount: overCount.length };
     this.audit("catchup", {
       found: nodes.length,
       queued: take.length,
       already_processed: processed.length,
       too_old: tooOld.length,
+      switched_off: switchedOff.length,
       over_count: overCount.length,
       max_age_ms: this.limits.maxAgeMs,
       max_count: this.limits.maxCount,
       queued_ids: ids(take),
       too_old_ids: ids(tooOld),
+      switched_off_ids: ids(switchedOff),
       over_count_ids: ids(overCount),
     });
     for (const n of take) this.st.ingested.catchup++;

@@ -4,14 +4,15 @@
  * platform. The tests stop the responder the way the world does (SIGTERM mid-burst, SIGKILL
  * mid-send), restart it, and read what the KB and the audit hold afterwards.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join as pathJoin } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentHandle, type Medium, join, poseQuery, registerAgent, wire } from "../../../src/channel/index.js";
-import { dmQuestion, verifyAudit } from "../../../src/agents/responder/index.js";
-import { ADMIN_TOKEN, type Daemon, spawnDaemon } from "../../channel/helpers.js";
+import { dmQuestion, switchedOffFile, verifyAudit } from "../../../src/agents/responder/index.js";
+import { ADMIN_TOKEN, type Daemon, MAIN, spawnDaemon } from "../../channel/helpers.js";
 import { type Platform, type ResponderProc, auditLines, spawnResponder, startPlatform, until } from "./procs.js";
 
 const CHANNEL = "CxDirectMessages";
@@ -205,5 +206,33 @@ describe("the responder loses nothing on stop and audits every decision (real pr
     expect(unconfirmed).toHaveLength(1);
     expect(outcomes.get(unconfirmed[0]!.detail.query)).toBe("refused");
     expect(verifyAudit(auditPath).ok).toBe(true);
+  });
+
+  it("R22: a DM that arrives while the kill switch is on is left for a human, never answered once it is switched back on", { timeout: 120_000 }, async () => {
+    responder!.proc.kill("SIGTERM");
+    expect(await responder!.exited).toBe(0);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.RESPONDER_ENABLED;
+    const data = pathJoin(dir, "responder");
+    const off = spawnSync(process.execPath, [MAIN, "responder", "--charter", charterPath, "--data", data, "--port", "0"], { env, encoding: "utf8" });
+    expect(off.status).toBe(0);
+    expect(existsSync(pathJoin(data, switchedOffFile))).toBe(true);
+    const d = friendDm();
+    const q = await poseQuery(presence, dmQuestion(d));
+    await start();
+    await idle();
+    const lines = auditLines(auditPath);
+    expect(lines.filter((l) => l.action === "kill_switch_window")).toEqual([expect.objectContaining({ detail: expect.objectContaining({ switch: "env" }) })]);
+    expect(lines.filter((l) => l.action === "catchup").at(-1)!.detail).toMatchObject({ switched_off: 1, switched_off_ids: [d.messageId] });
+    expect(existsSync(pathJoin(data, switchedOffFile))).toBe(false);
+    // Left for a human: no send, no answer, no refusal; and a restart still leaves it.
+    expect(platform.sent.filter((s) => s.conversationId === d.conversationId)).toHaveLength(0);
+    expect(await admin.match(`(answers ${AGENT} ?c (sentexHandle ${q}))`, "CxResponder")).toHaveLength(0);
+    responder!.proc.kill("SIGTERM");
+    expect(await responder!.exited).toBe(0);
+    await start();
+    await idle();
+    expect(auditLines(auditPath).filter((l) => l.action === "catchup").at(-1)!.detail).toMatchObject({ switched_off: 1, queued: 0 });
+    expect(platform.sent.filter((s) => s.conversationId === d.conversationId)).toHaveLength(0);
   });
 });
