@@ -167,6 +167,11 @@ describe("the responder loses nothing on stop and audits every decision (real pr
     await Promise.all(Array.from({ length: 8 }, sender));
     expect(await responder!.exited).toBe(0);
     expect(accepted).toBeGreaterThanOrEqual(12);
+    // Drained before it disconnected: every DM it decided on is in the KB already, none waits on a record.
+    const lines = auditLines(auditPath);
+    expect(lines.filter((l) => l.action === "kb_record_failed")).toEqual([]);
+    const decided = new Set(lines.filter((l) => l.action === "escalated" || l.action === "reply_sent").map((l) => l.detail.query as number));
+    expect((await nodeOutcomes()).filter((o) => decided.has(o.q) && o.outcome === "none")).toEqual([]);
     await start();
     await idle();
     const outcomes = await nodeOutcomes();
