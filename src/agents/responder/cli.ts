@@ -4,7 +4,8 @@
  *
  * Every option has an environment fallback (reference/agents.md §1.7). Both kill switches
  * default off: without `RESPONDER_ENABLED=1`, or with a charter whose `enabled` is not
- * `true`, it says why on stderr and exits 0, before touching anything.
+ * `true`, it says why on stderr and exits 0, having written only the kill-switch marker
+ * (`<data>/switched-off.json`, R22) and connected to nothing.
  *
  * Exit codes (run): 0 after a graceful stop or a kill switch; 1 on bad options, an
  * unreadable charter or platform token, a broken audit chain, or a failed start.
