@@ -7,8 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { request } from "undici";
@@ -17,7 +16,7 @@ import { type AgentHandle, type Medium, answerContent, answersTo, join, poseQuer
 import { terms } from "../../../src/kb/index.js";
 import { dmQuestion } from "../../../src/agents/responder/index.js";
 import { ADMIN_TOKEN, type Daemon, MAIN, spawnDaemon } from "../../channel/helpers.js";
-import { type Platform, type ResponderProc, spawnResponder, startPlatform, until } from "./procs.js";
+import { type Platform, type ResponderProc, responderFiles, spawnResponder, startPlatform, stopIfRunning, teardown, until } from "./procs.js";
 
 const CHANNEL = "CxDirectMessages";
 const AGENT = "AgentResponder";
@@ -125,21 +124,12 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     // What the KB knows about the correspondent, written by another agent in the channel.
     await poseFact(`(correspondentFact "${FRIEND}" "Rex plays the upright bass")`);
     platform = await startPlatform();
-    dir = mkdtempSync(pathJoin(tmpdir(), "koinii-responder-e2e-"));
-    writeFileSync(pathJoin(dir, "obc.env"), `OPENBOTCITY_JWT=${JWT}\n`);
-    charterPath = pathJoin(dir, "charter.json");
-    auditPath = pathJoin(dir, "audit.jsonl");
-    writeFileSync(
-      charterPath,
-      JSON.stringify({
-        version: 1,
-        enabled: true,
-        allowlist: { [FRIEND]: "Rex" },
-        limits: { max_replies_per_day: 12, max_replies_per_conversation_per_day: 4, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
-        escalate_keywords: ["deal", "money", "wallet", "password", "send me"],
-        voice: "You are the bounded responder.",
-      }),
-    );
+    ({ dir, charterPath, auditPath } = responderFiles("koinii-responder-e2e-", JWT, {
+      allowlist: { [FRIEND]: "Rex" },
+      limits: { max_replies_per_day: 12, max_replies_per_conversation_per_day: 4, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
+      escalate_keywords: ["deal", "money", "wallet", "password", "send me"],
+      voice: "You are the bounded responder.",
+    }));
     responder = await startResponder();
     await ready();
   }, 120_000);
@@ -149,18 +139,10 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
   }
 
   afterAll(async () => {
-    if (responder && responder.proc.exitCode === null && responder.proc.signalCode === null) {
-      responder.proc.kill("SIGTERM");
-      await responder.exited;
-    }
+    await stopIfRunning(responder); // before its bus goes away
     await nc?.close();
     nats?.proc.kill("SIGTERM");
-    await presenceMedium?.close();
-    await admin?.close();
-    await daemon?.stop();
-    platform?.server.close();
-    if (daemon) rmSync(daemon.dataDir, { recursive: true, force: true });
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await teardown({ responder, mediums: [presenceMedium, admin], daemon, platform, dir });
   });
 
   it("both kill switches default off: without RESPONDER_ENABLED=1, or with a charter not enabled, it exits 0 before opening anything", () => {

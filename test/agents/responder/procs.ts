@@ -4,10 +4,13 @@
  * responder ...`), and a poll-until helper.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type IncomingMessage, type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { MAIN } from "../../channel/helpers.js";
+import type { Medium } from "../../../src/channel/index.js";
+import { type Daemon, MAIN } from "../../channel/helpers.js";
 
 export interface Sent {
   conversationId: string;
@@ -77,6 +80,13 @@ export function spawnResponder(args: string[]): Promise<ResponderProc> {
   });
 }
 
+/** SIGTERM the responder if it still runs, and wait for it to exit. */
+export async function stopIfRunning(p: ResponderProc | null): Promise<void> {
+  if (p === null || p.proc.exitCode !== null || p.proc.signalCode !== null) return;
+  p.proc.kill("SIGTERM");
+  await p.exited;
+}
+
 /** Poll `f` every 25 ms until `pred` holds; throws naming `what` after `ms`. */
 export async function until<T>(f: () => T | Promise<T>, pred: (v: T) => boolean, what: string, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
@@ -97,4 +107,31 @@ export interface AuditLine {
 /** The audit file's records, oldest first. */
 export function auditLines(path: string): AuditLine[] {
   return readFileSync(path, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as AuditLine);
+}
+
+export interface ResponderFiles {
+  dir: string;
+  charterPath: string;
+  auditPath: string;
+  tokenFile: string;
+}
+
+/** A temp directory holding the platform token file (`obc.env`) and an enabled charter with these parts. */
+export function responderFiles(prefix: string, jwt: string, charter: { allowlist: Record<string, string>; limits: Record<string, number>; escalate_keywords: string[]; voice: string }): ResponderFiles {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const tokenFile = join(dir, "obc.env");
+  writeFileSync(tokenFile, `OPENBOTCITY_JWT=${jwt}\n`);
+  const charterPath = join(dir, "charter.json");
+  writeFileSync(charterPath, JSON.stringify({ version: 1, enabled: true, ...charter }));
+  return { dir, charterPath, auditPath: join(dir, "audit.jsonl"), tokenFile };
+}
+
+/** Tear a rig down: the responder, the mediums, the daemon and the platform, then their directories. */
+export async function teardown(parts: { responder: ResponderProc | null; mediums: (Medium | undefined)[]; daemon?: Daemon; platform?: Platform; dir?: string }): Promise<void> {
+  await stopIfRunning(parts.responder);
+  for (const m of parts.mediums) await m?.close();
+  await parts.daemon?.stop();
+  parts.platform?.server.close();
+  if (parts.daemon) rmSync(parts.daemon.dataDir, { recursive: true, force: true });
+  if (parts.dir) rmSync(parts.dir, { recursive: true, force: true });
 }

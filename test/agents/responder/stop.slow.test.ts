@@ -5,15 +5,14 @@
  * mid-send), restart it, and read what the KB and the audit hold afterwards.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentHandle, type Medium, join, poseQuery, registerAgent, wire } from "../../../src/channel/index.js";
 import { dmQuestion, switchedOffFile, verifyAudit } from "../../../src/agents/responder/index.js";
 import { ADMIN_TOKEN, type Daemon, MAIN, spawnDaemon } from "../../channel/helpers.js";
-import { type Platform, type ResponderProc, auditLines, spawnResponder, startPlatform, until } from "./procs.js";
+import { type Platform, type ResponderProc, auditLines, responderFiles, spawnResponder, teardown, startPlatform, until } from "./procs.js";
 
 const CHANNEL = "CxDirectMessages";
 const AGENT = "AgentResponder";
@@ -78,36 +77,18 @@ describe("the responder loses nothing on stop and audits every decision (real pr
     presenceMedium = wire({ url: daemon.url, token: (await registerAgent(admin, "AgentPresence")).token! });
     presence = await join(presenceMedium, CHANNEL, "AgentPresence");
     platform = await startPlatform();
-    dir = mkdtempSync(pathJoin(tmpdir(), "koinii-responder-stop-"));
-    writeFileSync(pathJoin(dir, "obc.env"), "OPENBOTCITY_JWT=test-platform-jwt-0123456789\n");
-    charterPath = pathJoin(dir, "charter.json");
-    auditPath = pathJoin(dir, "audit.jsonl");
-    writeFileSync(
-      charterPath,
-      JSON.stringify({
-        version: 1,
-        enabled: true,
-        allowlist: { [FRIEND]: "Rex", [SELF]: "me" },
-        limits: { max_replies_per_day: 1000, max_replies_per_conversation_per_day: 10, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
-        escalate_keywords: ["deal", "money"],
-        voice: "",
-      }),
-    );
+    ({ dir, charterPath, auditPath } = responderFiles("koinii-responder-stop-", "test-platform-jwt-0123456789", {
+      allowlist: { [FRIEND]: "Rex", [SELF]: "me" },
+      limits: { max_replies_per_day: 1000, max_replies_per_conversation_per_day: 10, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
+      escalate_keywords: ["deal", "money"],
+      voice: "",
+    }));
     await start();
     await idle();
   }, 120_000);
 
   afterAll(async () => {
-    if (responder && responder.proc.exitCode === null && responder.proc.signalCode === null) {
-      responder.proc.kill("SIGTERM");
-      await responder.exited;
-    }
-    await presenceMedium?.close();
-    await admin?.close();
-    await daemon?.stop();
-    platform?.server.close();
-    if (daemon) rmSync(daemon.dataDir, { recursive: true, force: true });
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await teardown({ responder, mediums: [presenceMedium, admin], daemon, platform, dir });
   });
 
   it("R20: a malformed POST /dm is refused and audited; a re-posted processed id is audited as a duplicate", async () => {
