@@ -99,8 +99,26 @@ export function clampAtSentence(text: string, maxChars: number): string {
 }
 
 /**
+ * NUL and the other C0 controls but tab and newlines, DEL, and a UTF-16 surrogate half with
+ * no partner: none is text a platform can carry. Under the `u` flag a well-formed pair is one
+ * code point outside the range, so only lone halves match.
+ */
+const unsendable = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F\uD800-\uDFFF]/gu;
+
+/**
+ * `text` without NUL, control characters (tab and newlines stay) and lone surrogates (a
+ * composer or a recalled fact can carry any of them; a well-formed pair is kept).
+ *
+ * @example sendable("a\u0000b\uD800c") // "abc"
+ */
+export function sendable(text: string): string {
+  return text.replace(unsendable, "");
+}
+
+/**
  * Remove every sentence that promises work, money, a deadline or a commitment, then
- * clamp to `maxChars`. Refuses (ok: false) when nothing sendable is left.
+ * clamp to `maxChars`. Refuses (ok: false) when nothing sendable is left. NUL and lone
+ * surrogates are stripped first (`sendable`), so a guarded text never carries them.
  *
  * @example guardReply("Lovely to hear from you. I'll send you 50 credits tomorrow.", 500)
  *   // { ok: true, text: "Lovely to hear from you.", removed: ["I'll send you 50 credits tomorrow."] }
@@ -108,7 +126,7 @@ export function clampAtSentence(text: string, maxChars: number): string {
 export function guardReply(text: string, maxChars: number): GuardResult {
   const kept: string[] = [];
   const removed: string[] = [];
-  for (const sentence of splitSentences(text)) {
+  for (const sentence of splitSentences(sendable(text))) {
     if (promiseIn(sentence) === null) kept.push(sentence);
     else removed.push(sentence);
   }

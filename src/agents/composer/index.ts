@@ -12,7 +12,7 @@ export { AnthropicComposer, ComposeError, buildPrompt, defaultAnthropicModels, j
 export type { AgentPrompt, AnthropicComposerOptions } from "./anthropic.js";
 export { SILENCE_ANSWER, floorPrompt, turnAnswerFrom } from "./floor-prompt.js";
 export { DeterministicComposer, relevantRecall } from "./deterministic.js";
-export { clampAtSentence, codePointLength, guardReply, promiseIn, splitSentences } from "./guard.js";
+export { clampAtSentence, codePointLength, guardReply, promiseIn, sendable, splitSentences } from "./guard.js";
 export type { GuardRefusal, GuardResult } from "./guard.js";
 
 /**

@@ -3,8 +3,9 @@
  *
  * - ingress: a DM becomes `(queries Agent (dm ...))` in the agent's own context (dmnode.ts);
  * - recall: facts the channel sees about the correspondent (the recall predicates, first
- *   argument = the sender id or name as a string) and the thread so far (earlier DM query
- *   nodes of the same conversation and the responder's answers to them);
+ *   argument = the sender id or name as a string) written by a trusted fact writer, and the
+ *   thread so far: earlier DM query nodes of the same conversation that this agent answered
+ *   (never one it refused or has not answered) and its answers to them (R18);
  * - a reply: `(answers Agent "reply text" (sentexHandle Q))` on the DM's query node;
  * - an escalation: `(refuse Agent (sentexHandle Q))` plus
  *   `(responderEscalation Agent (sentexHandle Q) "reason")`, in ONE edit, and the bus event;
@@ -49,6 +50,11 @@ export interface DmNode {
 export interface ChannelKbOptions {
   /** Agents whose DM query nodes are taken as DMs (the responder's own agent is always one). */
   trustedAskers: ReadonlySet<string>;
+  /**
+   * Agents whose facts about a correspondent a reply may draw on (the responder's own agent
+   * is always one). A fact stored by anyone else, or with no creator, is never recalled.
+   */
+  factWriters: ReadonlySet<string>;
   recallPredicates?: readonly string[];
   /** Publishes an escalation to the bus (NATS), if one is configured. */
   publish?: (notice: EscalationNotice) => void;
@@ -106,48 +112,63 @@ export class ChannelKb implements KbPort {
     return poseQuery(this.need(), dmQuestion(dm));
   }
 
-  async recall(_query: string, options: { topK: number; signal: AbortSignal; dm?: Dm }): Promise<string[]> {
+  /** May a reply draw on a fact stored with `creator`? */
+  private writesFacts(creator: string | null): boolean {
+    return creator !== null && (creator === this.h?.agent || this.o.factWriters.has(creator));
+  }
+
+  /**
+   * What a reply may draw on from the KB (R18): facts about the sender from trusted writers,
+   * then the thread as the KB holds it (earlier DM nodes of this conversation that this agent
+   * answered, and its answers), newest first, none after `node` (the DM being answered).
+   */
+  async recall(_query: string, options: { topK: number; signal: AbortSignal; dm?: Dm; node?: number }): Promise<string[]> {
     const h = this.need();
     const dm = options.dm;
     if (dm === undefined || options.topK < 1) return [];
     const who = [dm.senderId, ...(dm.senderName !== "?" && dm.senderName.trim().length > 0 ? [dm.senderName] : [])];
-    const factReads = this.recallPredicates.flatMap((p) =>
-      who.map((w) => h.medium.query(`(${p} ${str(w)} ?fact)`, h.channel, { limit: recallBounds.factsPerQuery })),
-    );
-    const [cone, nodes, mine, ...factAnswers] = await Promise.all([
+    const factReads = this.recallPredicates.flatMap((p) => who.map((w) => h.medium.match(`(${p} ${str(w)} ?fact)`, "?ctx")));
+    const [cone, nodes, mine, refused, ...factAnswers] = await Promise.all([
       coneOf(h.medium, h.channel),
       h.medium.match(`(queries ?agent (dm ${str(dm.conversationId)} ?message ?sender ?name ?text))`, "?ctx"),
       h.medium.match(`(answers ${h.agent} ?content ?target)`, h.context),
+      h.medium.match(`(refuse ${h.agent} ?target)`, h.context),
       ...factReads,
     ]);
     const facts: string[] = [];
     const seen = new Set<string>();
-    for (const a of factAnswers) {
-      for (const b of a.solutions) {
-        const f = b["?fact"];
+    for (const records of factAnswers) {
+      const vouched = records.filter((r) => cone.has(r.context) && !r.derived && this.writesFacts(r.creator));
+      for (const r of vouched.slice(0, recallBounds.factsPerQuery)) {
+        const f = (terms.parseTerm(r.sentence) as terms.List)[2];
         if (f === undefined) continue;
-        const text = cut(render(f), recallBounds.factChars);
+        const text = cut(render(terms.printTerm(f)), recallBounds.factChars);
         if (text.length === 0 || seen.has(text)) continue;
         seen.add(text);
         facts.push(text);
       }
     }
+    const targetOf = (sentence: string, at: number): number | undefined => terms.handleOfTerm((terms.parseTerm(sentence) as terms.List)[at]!);
+    const refusedNodes = new Set(refused.map((r) => targetOf(r.sentence, 2)));
     const replies = new Map<number, string>();
     for (const a of mine) {
-      const t = terms.parseTerm(a.sentence) as terms.List;
-      const target = terms.handleOfTerm(t[3]!);
-      if (target !== undefined) replies.set(target, render(terms.printTerm(t[2]!)));
+      const target = targetOf(a.sentence, 3);
+      if (target !== undefined) replies.set(target, render(terms.printTerm((terms.parseTerm(a.sentence) as terms.List)[2]!)));
     }
-    const history: string[] = [];
-    const earlier = nodes
+    const dms = nodes
       .filter((n) => cone.has(n.context) && !n.derived)
       .map((n) => ({ n, parsed: parseDmNode(n.sentence) }))
-      .filter((x) => x.parsed !== null && this.trusts(x.parsed.agent, x.n.creator) && x.parsed.dm.messageId !== dm.messageId)
+      .filter((x) => x.parsed !== null && this.trusts(x.parsed.agent, x.n.creator));
+    // "Before the message": before its own node, or before the first node of the same message id.
+    const own = dms.filter((x) => x.n.handle === options.node || (dm.messageId !== null && x.parsed!.dm.messageId === dm.messageId)).map((x) => x.n.handle);
+    const bound = own.length > 0 ? Math.min(...own) : Number.POSITIVE_INFINITY;
+    const history: string[] = [];
+    const earlier = dms
+      .filter((x) => x.n.handle < bound && replies.has(x.n.handle) && !refusedNodes.has(x.n.handle))
       .sort((a, b) => a.n.handle - b.n.handle)
       .slice(-recallBounds.historyMessages);
     for (const { n, parsed } of earlier.reverse()) {
-      const reply = replies.get(n.handle);
-      if (reply !== undefined) history.push(`Earlier in this conversation I replied: ${cut(reply, recallBounds.historyChars)}`);
+      history.push(`Earlier in this conversation I replied: ${cut(replies.get(n.handle)!, recallBounds.historyChars)}`);
       history.push(`Earlier in this conversation ${parsed!.dm.senderName} wrote: ${cut(parsed!.dm.text, recallBounds.historyChars)}`);
     }
     // Facts first (what the KB knows about the person), then the thread, newest first; at

@@ -4,7 +4,8 @@
  *
  * Every option has an environment fallback (reference/agents.md §1.7). Both kill switches
  * default off: without `RESPONDER_ENABLED=1`, or with a charter whose `enabled` is not
- * `true`, it says why on stderr and exits 0, before touching anything.
+ * `true`, it says why on stderr and exits 0, having written only the kill-switch marker
+ * (`<data>/switched-off.json`, R22) and connected to nothing.
  *
  * Exit codes (run): 0 after a graceful stop or a kill switch; 1 on bad options, an
  * unreadable charter or platform token, a broken audit chain, or a failed start.
@@ -21,6 +22,7 @@ import { bootResponder } from "./boot.js";
 import { ChannelKb, defaultRecallPredicates } from "./channelkb.js";
 import { CharterError, envEnabled, loadCharter } from "./charter.js";
 import { startHttp } from "./http.js";
+import { type KillSwitch, noteSwitchedOff } from "./killswitch.js";
 import { NatsBus, defaultDmSubject, defaultEscalationSubject, escalationEvent } from "./nats.js";
 import { PlatformClient, parseTokenFile } from "./platform.js";
 import { readFileSync } from "node:fs";
@@ -57,6 +59,7 @@ interface RunOptions {
   agent: string;
   channel: string;
   ingestAgents: string[];
+  factWriters?: string[];
   platformUrl: string;
   platformTokenFile: string;
   natsUrl?: string;
@@ -76,6 +79,15 @@ interface RunOptions {
 }
 
 
+/** Leave the kill-switch marker; a failure to write it is logged, never a reason to start. */
+function switchedOff(dataDir: string, sw: KillSwitch): void {
+  try {
+    noteSwitchedOff(dataDir, sw, Date.now());
+  } catch (e) {
+    logLine("cannot record the kill switch in the data directory", { path: dataDir, error: (e as NodeJS.ErrnoException).code ?? (e as Error).message });
+  }
+}
+
 function logLine(msg: string, extra: Record<string, unknown> = {}): void {
   process.stderr.write(JSON.stringify({ ts: new Date().toISOString(), component: "responder", msg, ...extra }) + "\n");
 }
@@ -87,9 +99,11 @@ async function run(o: RunOptions): Promise<void> {
       process.exit(1);
     }
   }
-  // Kill switches first: nothing is opened, written or connected while either is off.
+  // Kill switches first: nothing is opened or connected while either is off, and the only
+  // write is the marker that DMs arriving from now on are the humans' (R22).
   if (!envEnabled(env)) {
     logLine("refusing to start (kill switch): RESPONDER_ENABLED is not 1");
+    switchedOff(o.data, "env");
     process.exit(0);
   }
   if (o.charter === undefined) {
@@ -106,6 +120,7 @@ async function run(o: RunOptions): Promise<void> {
   logLine("charter loaded", { path: o.charter, version: loaded.charter.version, sha256: loaded.sha256, enabled: loaded.charter.enabled });
   if (!loaded.charter.enabled) {
     logLine("refusing to start (kill switch): the charter's enabled is not true");
+    switchedOff(o.data, "charter");
     process.exit(0);
   }
   let tokenText: string;
@@ -127,6 +142,7 @@ async function run(o: RunOptions): Promise<void> {
   let nats: NatsBus | null = null;
   const kb = new ChannelKb({
     trustedAskers: new Set(o.ingestAgents),
+    factWriters: new Set(o.factWriters ?? o.ingestAgents),
     recallPredicates: o.recallPredicates,
     publish: (notice) => {
       if (nats === null) return;
@@ -183,7 +199,7 @@ async function run(o: RunOptions): Promise<void> {
   });
   let http;
   try {
-    http = await startHttp({ host: o.bind, port: o.port, ingest: (dm) => service.ingest(dm, "http"), status, log: logLine });
+    http = await startHttp({ host: o.bind, port: o.port, ingest: (dm) => service.ingest(dm, "http"), refused: (st, error) => service.refuseIngest("http", error, { status: st }), status, log: logLine });
   } catch (e) {
     logLine("cannot listen", { bind: o.bind, port: o.port, error: (e as Error).message });
     await booted.stop("listen_failed");
@@ -245,6 +261,7 @@ export function registerResponderCommand(program: Command): void {
     .option("--agent <id>", "the responder's agent id (env RESPONDER_AGENT)", env.RESPONDER_AGENT ?? defaultResponderAgent)
     .option("--channel <context>", "the channel DMs are posed in (env RESPONDER_CHANNEL)", env.RESPONDER_CHANNEL ?? defaultResponderChannel)
     .option("--ingest-agents <ids>", "comma-separated agents whose DM query nodes are taken as DMs, besides the responder (env RESPONDER_INGEST_AGENTS)", list, list(env.RESPONDER_INGEST_AGENTS ?? ""))
+    .option("--fact-writers <ids>", "comma-separated agents whose facts about a correspondent a reply may draw on, besides the responder (env RESPONDER_FACT_WRITERS; default: the ingest agents)", list, env.RESPONDER_FACT_WRITERS === undefined ? undefined : list(env.RESPONDER_FACT_WRITERS))
     .option("--platform-url <url>", "the DM platform's base URL (env OBC_API)", env.OBC_API ?? "https://api.openbotcity.com")
     .option("--platform-token-file <file>", "file holding the platform token, bare or OPENBOTCITY_JWT=... (env OBC_JWT_FILE); read on every request", env.OBC_JWT_FILE ?? join(homedir(), ".kannaka-obc.env"))
     .option("--nats-url <url>", "NATS server, e.g. nats://127.0.0.1:4222 (env NATS_URL; NATS_USER/NATS_PASSWORD); none = no bus", env.NATS_URL)

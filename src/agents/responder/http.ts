@@ -3,7 +3,7 @@
  *
  * | route | answer |
  * |---|---|
- * | `POST /dm` | 202 `{ok, query, message_id}` once the DM's query node is stored; 400 bad body; 413 too large; 415 not JSON; 503 `kb_unavailable` while disconnected |
+ * | `POST /dm` | 202 `{ok, query, message_id}` once the DM's query node is stored; 400 bad body; 413 too large; 415 not JSON (each of the three handed to `refused`, which audits it); 503 `kb_unavailable` while disconnected |
  * | `GET /status` | 200 the status document |
  * | anything else | 404 |
  * | any request from a non-loopback peer | 403 `{ok: false}` |
@@ -35,6 +35,8 @@ export interface HttpOptions {
   host: string;
   port: number;
   ingest: (dm: Dm) => Promise<{ query: number }>;
+  /** A `POST /dm` refused as malformed (400, 413, 415), with the status and why. */
+  refused?: (status: number, error: string) => void;
   status: () => Record<string, unknown>;
   log: (msg: string, extra?: Record<string, unknown>) => void;
 }
@@ -76,6 +78,12 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
 
+  /** A malformed event is answered and reported, never dropped silently. */
+  function refuse(res: ServerResponse, status: number, type: string, error: string): void {
+    send(res, status, { ok: false, type, error });
+    o.refused?.(status, error);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!isLoopbackAddress(req.socket.remoteAddress)) {
       req.resume();
@@ -91,12 +99,12 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
       const ct = String(req.headers["content-type"] ?? "");
       if (!/^application\/json\b/i.test(ct)) {
         req.resume();
-        send(res, 415, { ok: false, type: "unsupported-media-type", error: "POST /dm takes application/json" });
+        refuse(res, 415, "unsupported-media-type", "POST /dm takes application/json");
         return;
       }
       const body = await readBody(req);
       if (body === "too_large") {
-        send(res, 413, { ok: false, type: "body-too-large", error: `body larger than ${maxIngestBodyBytes} bytes` });
+        refuse(res, 413, "body-too-large", `body larger than ${maxIngestBodyBytes} bytes`);
         req.destroy();
         return;
       }
@@ -104,12 +112,12 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
       try {
         json = JSON.parse(body.toString("utf8"));
       } catch {
-        send(res, 400, { ok: false, type: "bad-request", error: "body is not JSON" });
+        refuse(res, 400, "bad-request", "body is not JSON");
         return;
       }
       const parsed = parseIngest(json);
       if (!parsed.ok) {
-        send(res, 400, { ok: false, type: "bad-request", error: parsed.error });
+        refuse(res, 400, "bad-request", parsed.error);
         return;
       }
       try {

@@ -7,7 +7,7 @@ export { type Dm, type DropReason, type GateEscalation, type GateVerdict, type R
 export { type AuditBreak, type AuditDetail, AuditChainError, AuditLog, type AuditRecord, type AuditSink, type AuditVerdict, bootAction, chainHash, maxAuditLineBytes, verifyAudit } from "./audit.js";
 export { DedupStore, defaultMaxIds } from "./dedup.js";
 export { PlatformClient, type PlatformClientOptions, PlatformError, type PlatformErrorCode, type PlatformPort, type ThreadMessage, parseTokenFile } from "./platform.js";
-export { AuditReplay, type Clock, type EscalationNotice, type KbPort, type Outcome, type ProcessedIds, Responder, type ResponderDrop, type ResponderEscalation, type ResponderOptions, type ResponderPorts, type ResponderStatus, responderDefaults } from "./responder.js";
+export { AuditReplay, answerableHistory, type Clock, type DmRef, type EscalationNotice, type KbPort, type Outcome, type ProcessedIds, Responder, type ResponderDrop, type ResponderEscalation, type ResponderOptions, type ResponderPorts, type ResponderStatus, type UnrecordedOutcome, responderDefaults } from "./responder.js";
 export { type BootOptions, type Booted, bootResponder } from "./boot.js";
 export { type DmNode, ChannelKb, type ChannelKbOptions, KbUnavailableError, defaultRecallPredicates, escalationPredicate, recallBounds } from "./channelkb.js";
 export { type IngestParse, FlatDmSchema, dmPredicate, dmQueryGoal, dmQuestion, maxDmFieldChars, maxDmTextChars, parseDmNode, parseDmQuestion, parseIngest } from "./dmnode.js";
@@ -15,3 +15,4 @@ export { type CatchupLimits, type IngestResult, ResponderService, type ServiceOp
 export { type HttpOptions, type HttpSurface, isLoopbackAddress, isLoopbackBind, maxIngestBodyBytes, startHttp } from "./http.js";
 export { NatsBus, type NatsOptions, defaultDmSubject, defaultEscalationSubject, escalationAgentId, escalationEvent, maxNatsPayloadBytes } from "./nats.js";
 export { defaultResponderAgent, defaultResponderChannel, defaultResponderPort, registerResponderCommand } from "./cli.js";
+export { type KillSwitch, type OffWindow, type SwitchedOff, clearSwitchedOff, inWindow, noteSwitchedOff, readSwitchedOff, switchedOffFile, windowAction } from "./killswitch.js";

@@ -8,7 +8,14 @@
  *   audit `reply_sending` + count + mark processed; send; audit `reply_sent`, or escalate
  *   `send_failed`.
  * Every DM ends in exactly one terminal audit record (`dropped`, `escalated` or
- * `reply_sent`), written and fsynced before `handle` resolves.
+ * `reply_sent`), written and fsynced before `handle` resolves; the record carries what the
+ * knowledge base must be told (the reply text, the escalation reason) and the DM's query
+ * node, so an outcome the KB never received is rebuilt from the audit at the next boot.
+ *
+ * What a reply may draw on (R18): the message itself, recalled facts the KB port vouches
+ * for, and earlier lines of the thread that were themselves answered (their message ids
+ * are in the answered set, rebuilt from `reply_sent` records at boot) and come before the
+ * message. Every other thread line is never handed to the composer.
  */
 import { clampAtSentence, codePointLength, guardReply } from "../composer/guard.js";
 import type { Composer } from "../composer/types.js";
@@ -32,7 +39,7 @@ export interface KbPort {
    * Facts the KB recalls for `query`, most relevant first. `dm` is the message being
    * answered (full text), so a KB can recall by sender id and conversation too.
    */
-  recall(query: string, options: { topK: number; signal: AbortSignal; dm?: Dm }): Promise<string[]>;
+  recall(query: string, options: { topK: number; signal: AbortSignal; dm?: Dm; node?: number }): Promise<string[]>;
   /** Make an escalation visible to a human-driven session (a bus event, a KB query node, ...). */
   escalate(notice: EscalationNotice): Promise<void>;
 }
@@ -54,6 +61,8 @@ export type ResponderEscalation =
   | "compose_failed"
   | "guard_refused"
   | "send_failed"
+  /** A reply was being sent when the process died: the platform may or may not have it (rebuilt at boot). */
+  | "send_unconfirmed"
   | "queue_full"
   /** An ingress could not write the DM's query node (the knowledge base was unreachable). */
   | "kb_unavailable";
@@ -89,6 +98,8 @@ export interface ResponderOptions {
   ownSenderId?: string | null;
   /** Counters to start from (rebuilt from the audit at boot). */
   initialState?: RateState;
+  /** Message ids replied to before this boot (rebuilt from the audit): thread lines the composer may see. */
+  initialAnswered?: Iterable<string>;
   /** DMs waiting behind the one in progress; more are escalated `queue_full`. */
   maxQueued?: number;
   maxThreadMs?: number;
@@ -113,7 +124,15 @@ export const responderDefaults = {
   truncatedEventChars: 180,
   previewChars: 120,
   maxHistoryMessages: 6,
+  /** Answered message ids kept in memory for the thread filter (oldest forgotten first). */
+  maxAnsweredIds: 50_000,
 } as const;
+
+/** Where a DM came from, carried into its audit records. */
+export interface DmRef {
+  /** The DM's query node in the knowledge base. */
+  readonly query?: number;
+}
 
 export interface ResponderStatus {
   seen: number;
@@ -147,7 +166,8 @@ export class Responder {
   private tail: Promise<unknown> = Promise.resolve();
   private queued = 0;
   private readonly stats: Omit<ResponderStatus, "today" | "queued"> = { seen: 0, replied: 0, escalated: 0, dropped: 0, lastEscalation: null };
-  private readonly o: Required<Omit<ResponderOptions, "initialState" | "ownSenderId">> & { ownSenderId: string | null };
+  private readonly answered = new Set<string>();
+  private readonly o: Required<Omit<ResponderOptions, "initialState" | "initialAnswered" | "ownSenderId">> & { ownSenderId: string | null };
 
   constructor(
     private readonly ports: ResponderPorts,
@@ -165,6 +185,16 @@ export class Responder {
       previewChars: options.previewChars ?? responderDefaults.previewChars,
     };
     this.state = options.initialState ?? emptyRateState(ports.clock.nowMs());
+    for (const id of options.initialAnswered ?? []) this.markAnswered(id);
+  }
+
+  private markAnswered(id: string): void {
+    this.answered.delete(id);
+    this.answered.add(id);
+    for (const old of this.answered) {
+      if (this.answered.size <= responderDefaults.maxAnsweredIds) break;
+      this.answered.delete(old);
+    }
   }
 
   /**
@@ -173,13 +203,13 @@ export class Responder {
    *
    * @example const outcome = await responder.handle(extractDm(natsPayload));
    */
-  handle(dm: Dm | null): Promise<Outcome> {
+  handle(dm: Dm | null, ref: DmRef = {}): Promise<Outcome> {
     if (this.queued > this.o.maxQueued && dm !== null) {
       // Said out loud, never absorbed: the DM is flagged for a human instead of waiting.
-      return Promise.resolve(this.escalate(dm, "queue_full", this.ports.clock.nowMs()));
+      return Promise.resolve(this.escalate(dm, ref, "queue_full", this.ports.clock.nowMs()));
     }
     this.queued++;
-    const run = this.tail.then(() => this.process(dm));
+    const run = this.tail.then(() => this.process(dm, ref));
     this.tail = run.then(
       () => undefined,
       () => undefined,
@@ -217,17 +247,20 @@ export class Responder {
     return clampAtSentence(text.replace(/\s+/gu, " "), this.o.previewChars);
   }
 
-  private drop(dm: Dm | null, reason: ResponderDrop, nowMs: number): Outcome {
+  private drop(dm: Dm | null, ref: DmRef, reason: ResponderDrop, nowMs: number): Outcome {
     this.stats.dropped++;
     this.audit(
       "dropped",
-      dm === null ? { reason } : { reason, from: dm.senderId, convo: dm.conversationId, message_id: dm.messageId },
+      dm === null ? { reason, ...ref } : { reason, from: dm.senderId, convo: dm.conversationId, message_id: dm.messageId, ...ref },
       nowMs,
     );
+    // Our own echo is finished with for good (audited above first): a redelivery or a
+    // catch-up drops it as a duplicate instead of taking a slot again.
+    if (reason === "own_echo" && dm?.messageId != null) this.ports.processed.add(dm.messageId);
     return { action: "dropped", reason };
   }
 
-  private escalate(dm: Dm, reason: ResponderEscalation, nowMs: number, extra: Record<string, unknown> = {}): Outcome {
+  private escalate(dm: Dm, ref: DmRef, reason: ResponderEscalation, nowMs: number, extra: Record<string, unknown> = {}): Outcome {
     this.stats.escalated++;
     this.stats.lastEscalation = { atMs: nowMs, reason, from: dm.senderId };
     this.audit(
@@ -239,6 +272,7 @@ export class Responder {
         convo: dm.conversationId,
         message_id: dm.messageId,
         preview: this.preview(dm.text),
+        ...ref,
         ...extra,
       },
       nowMs,
@@ -263,21 +297,21 @@ export class Responder {
     return { action: "escalated", reason };
   }
 
-  private async process(dm: Dm | null): Promise<Outcome> {
+  private async process(dm: Dm | null, ref: DmRef): Promise<Outcome> {
     const { clock } = this.ports;
     const charter = this.o.charter;
     let now = clock.nowMs();
     this.stats.seen++;
     this.state = rollDay(this.state, now);
 
-    if (dm !== null && this.o.ownSenderId !== null && dm.senderId === this.o.ownSenderId) return this.drop(dm, "own_echo", now);
-    if (dm !== null && dm.messageId !== null && this.ports.processed.has(dm.messageId)) return this.drop(dm, "duplicate", now);
+    if (dm !== null && this.o.ownSenderId !== null && dm.senderId === this.o.ownSenderId) return this.drop(dm, ref, "own_echo", now);
+    if (dm !== null && dm.messageId !== null && this.ports.processed.has(dm.messageId)) return this.drop(dm, ref, "duplicate", now);
 
     const verdict = gateDecision(charter, dm, this.state, now);
-    if (verdict.action === "drop") return this.drop(dm, verdict.reason, now);
-    if (dm === null) return this.drop(dm, "not_a_dm", now); // unreachable: the gate drops null first
-    if (verdict.action === "escalate") return this.escalate(dm, verdict.reason, now);
-    if (dm.messageId === null) return this.escalate(dm, "missing_message_id", now);
+    if (verdict.action === "drop") return this.drop(dm, ref, verdict.reason, now);
+    if (dm === null) return this.drop(dm, ref, "not_a_dm", now); // unreachable: the gate drops null first
+    if (verdict.action === "escalate") return this.escalate(dm, ref, verdict.reason, now);
+    if (dm.messageId === null) return this.escalate(dm, ref, "missing_message_id", now);
     const messageId = dm.messageId;
 
     // R5: the event text may be cut short; answer (and gate) only the full text.
@@ -291,25 +325,24 @@ export class Responder {
     let full = dm;
     if (live !== undefined && codePointLength(live.text) > codePointLength(dm.text)) full = { ...dm, text: live.text };
     else if (live === undefined && codePointLength(dm.text) >= this.o.truncatedEventChars) {
-      return this.escalate(dm, "full_text_unavailable", clock.nowMs());
+      return this.escalate(dm, ref, "full_text_unavailable", clock.nowMs());
     }
     now = clock.nowMs();
     const regate = gateDecision(charter, full, this.state, now);
-    if (regate.action === "drop") return this.drop(full, regate.reason, now);
-    if (regate.action === "escalate") return this.escalate(full, regate.reason, now);
+    if (regate.action === "drop") return this.drop(full, ref, regate.reason, now);
+    if (regate.action === "escalate") return this.escalate(full, ref, regate.reason, now);
 
     let recall: string[] = [];
     try {
       recall = await withTimeout(this.o.maxRecallMs, (signal) =>
-        this.ports.kb.recall(`${full.senderName}: ${full.text.slice(0, 300)}`, { topK: this.o.recallTopK, signal, dm: full }),
+        this.ports.kb.recall(`${full.senderName}: ${full.text.slice(0, 300)}`, { topK: this.o.recallTopK, signal, dm: full, node: ref.query }),
       );
       recall = recall.slice(0, this.o.recallTopK);
     } catch {
       recall = [];
     }
 
-    const history = (thread ?? [])
-      .filter((m) => m.id !== messageId)
+    const history = answerableHistory(thread ?? [], messageId, this.answered)
       .slice(-responderDefaults.maxHistoryMessages)
       .map((m) => ({ from: m.from, text: m.text }));
     const maxChars = charter.limits.maxReplyChars;
@@ -322,11 +355,11 @@ export class Responder {
         ),
       );
     } catch (e) {
-      return this.escalate(full, "compose_failed", clock.nowMs(), { composer: this.ports.composer.name, error: String((e as Error)?.message ?? e).slice(0, 200) });
+      return this.escalate(full, ref, "compose_failed", clock.nowMs(), { composer: this.ports.composer.name, error: String((e as Error)?.message ?? e).slice(0, 200) });
     }
     const guarded = guardReply(composed, maxChars);
     if (!guarded.ok) {
-      return this.escalate(full, "guard_refused", clock.nowMs(), { composer: this.ports.composer.name, guard: guarded.reason, removed: guarded.removed.length });
+      return this.escalate(full, ref, "guard_refused", clock.nowMs(), { composer: this.ports.composer.name, guard: guarded.reason, removed: guarded.removed.length });
     }
     const reply = guarded.text;
 
@@ -345,6 +378,7 @@ export class Responder {
         recall_facts: recall.length,
         guard_removed: guarded.removed.length,
         preview: this.preview(reply),
+        ...ref,
       },
       now,
     );
@@ -355,25 +389,53 @@ export class Responder {
       await this.ports.platform.send(full.conversationId, reply);
     } catch (e) {
       const err = e as { code?: unknown; status?: unknown; message?: unknown };
-      return this.escalate(full, "send_failed", clock.nowMs(), {
+      return this.escalate(full, ref, "send_failed", clock.nowMs(), {
         error_code: typeof err.code === "string" ? err.code : "error",
         status: typeof err.status === "number" ? err.status : null,
       });
     }
     this.stats.replied++;
-    this.audit("reply_sent", { convo: full.conversationId, to: full.senderId, message_id: messageId }, clock.nowMs());
+    this.markAnswered(messageId);
+    this.audit("reply_sent", { convo: full.conversationId, to: full.senderId, message_id: messageId, text: reply, ...ref }, clock.nowMs());
     return { action: "replied", messageId, chars: codePointLength(reply), text: reply };
   }
 }
 
 /**
- * Rebuild the rate counters and the processed ids from audit records (oldest first):
- * every `reply_sending` counts as a reply at its timestamp, and every message id named by
- * a `reply_sending` or `escalated` record is processed.
+ * The thread lines a reply may draw on (R18): those before the message being answered whose
+ * own message id was answered. A line that was escalated, dropped, never handled, or sent by
+ * anyone off the conversation's answered path (a stranger in a group thread, our own outgoing
+ * lines, which the KB holds as our answers) is left out, and so is everything after the message.
+ */
+export function answerableHistory(thread: readonly ThreadMessage[], messageId: string, answered: ReadonlySet<string>): ThreadMessage[] {
+  const at = thread.findIndex((m) => m.id === messageId);
+  const before = at < 0 ? thread : thread.slice(0, at);
+  return before.filter((m) => m.id !== null && m.id !== messageId && answered.has(m.id));
+}
+
+/** An outcome the knowledge base has not acknowledged (no `kb_recorded` after it in the audit). */
+export interface UnrecordedOutcome {
+  readonly query: number;
+  readonly messageId: string | null;
+  readonly outcome: Outcome;
+}
+
+/**
+ * Rebuild state from audit records (oldest first):
+ * - every `reply_sending` counts as a reply at its timestamp;
+ * - every message id named by a `reply_sending` or `escalated` record, or by an `own_echo`
+ *   drop, is processed;
+ * - every `reply_sent` message id is answered (its line may feed later replies);
+ * - every outcome carrying a query node with no `kb_recorded` after it is unrecorded: the
+ *   service writes it to the KB at the next connect. A `reply_sending` with neither a
+ *   `reply_sent` nor an `escalated` after it (the process died mid-send) is unrecorded as
+ *   `send_unconfirmed`.
  */
 export class AuditReplay {
   private state: RateState;
   readonly processedIds: string[] = [];
+  readonly answeredIds: string[] = [];
+  private readonly open = new Map<number, UnrecordedOutcome>();
 
   constructor(nowMs: number) {
     this.state = emptyRateState(nowMs);
@@ -381,12 +443,25 @@ export class AuditReplay {
 
   readonly onRecord = (r: AuditRecord): void => {
     const d = r.detail;
-    if ((r.action === "reply_sending" || r.action === "escalated") && typeof d.message_id === "string") this.processedIds.push(d.message_id);
+    const id = typeof d.message_id === "string" ? d.message_id : null;
+    const query = Number.isSafeInteger(d.query) ? (d.query as number) : null;
+    if (id !== null && (r.action === "reply_sending" || r.action === "escalated" || (r.action === "dropped" && d.reason === "own_echo"))) this.processedIds.push(id);
     if (r.action === "reply_sending" && typeof d.convo === "string") {
       const at = Date.parse(r.ts);
       if (Number.isFinite(at)) this.state = recordReply(this.state, d.convo, at);
     }
+    if (r.action === "reply_sent" && id !== null) this.answeredIds.push(id);
+    if (query === null) return;
+    if (r.action === "reply_sending") this.open.set(query, { query, messageId: id, outcome: { action: "escalated", reason: "send_unconfirmed" } });
+    else if (r.action === "reply_sent" && id !== null && typeof d.text === "string") this.open.set(query, { query, messageId: id, outcome: { action: "replied", messageId: id, chars: codePointLength(d.text), text: d.text } });
+    else if (r.action === "escalated" && typeof d.reason === "string") this.open.set(query, { query, messageId: id, outcome: { action: "escalated", reason: d.reason as ResponderEscalation } });
+    else if (r.action === "kb_recorded") this.open.delete(query);
   };
+
+  /** Outcomes with a query node the KB never acknowledged, oldest first. */
+  unrecorded(): UnrecordedOutcome[] {
+    return [...this.open.values()];
+  }
 
   stateAt(nowMs: number): RateState {
     return rollDay(this.state, nowMs);

@@ -10,6 +10,7 @@ import { type AgentHandle, type Handle, type Subscription, subscribe } from "../
 import type { Booted } from "./boot.js";
 import { type ChannelKb, type DmNode, KbUnavailableError } from "./channelkb.js";
 import { dmQueryGoal, parseDmNode } from "./dmnode.js";
+import { inWindow } from "./killswitch.js";
 import type { Dm } from "./gate.js";
 import type { Clock, Outcome } from "./responder.js";
 
@@ -47,16 +48,18 @@ export interface ServiceStatus {
   connected: boolean;
   connects: number;
   catchups: number;
-  lastCatchup: { atMs: number; found: number; queued: number; processed: number; tooOld: number; overCount: number } | null;
+  lastCatchup: { atMs: number; found: number; queued: number; processed: number; tooOld: number; switchedOff: number; overCount: number } | null;
   inflight: number;
   pendingRecords: number;
   ingested: Record<Via, number>;
 }
 
-type PendingRecord = { q: Handle; dm: Dm; outcome: Outcome };
+type PendingRecord = { q: Handle; messageId: string | null; outcome: Outcome };
 
 export class ResponderService {
   private closed = false;
+  /** Ingests between their call and their enqueue (a pose in flight): `close` waits for them. */
+  private readonly ingesting = new Set<Promise<unknown>>();
   private sub: Subscription | null = null;
   private loop: Promise<void> | null = null;
   private readonly inflight = new Map<Handle, Promise<Outcome>>();
@@ -75,6 +78,8 @@ export class ResponderService {
 
   constructor(private readonly o: ServiceOptions) {
     this.limits = o.catchup ?? defaultCatchupLimits;
+    // Outcomes decided before the last stop that the KB never acknowledged: written at the first connect.
+    this.pending = o.booted.unrecorded.map((u) => ({ q: u.query, messageId: u.messageId, outcome: u.outcome }));
     if (!(this.limits.maxAgeMs >= 0) || !Number.isSafeInteger(this.limits.maxCount) || this.limits.maxCount < 0) {
       throw new RangeError(`catch-up limits must be non-negative, got ${JSON.stringify(this.limits)}`);
     }
@@ -103,8 +108,16 @@ export class ResponderService {
    * `KbUnavailableError` while disconnected, so an HTTP caller can retry.
    */
   async ingest(dm: Dm, via: "http" | "nats"): Promise<IngestResult> {
+    const run = this.ingestNow(dm, via);
+    this.ingesting.add(run);
+    void run.catch(() => undefined).finally(() => this.ingesting.delete(run));
+    return run;
+  }
+
+  private async ingestNow(dm: Dm, via: "http" | "nats"): Promise<IngestResult> {
     let q: Handle;
     try {
+      if (this.closed) throw new KbUnavailableError();
       q = await this.o.kb.pose(dm);
     } catch (e) {
       this.audit("ingest_failed", { via, from: dm.senderId, convo: dm.conversationId, message_id: dm.messageId, error: String((e as Error)?.message ?? e).slice(0, 200) });
@@ -118,8 +131,8 @@ export class ResponderService {
   }
 
   /** An ingress event that is not a DM the responder can take: audited (`ingest_refused`), nothing else. */
-  refuseIngest(via: "http" | "nats", error: string): void {
-    this.audit("ingest_refused", { via, error: error.slice(0, 300) });
+  refuseIngest(via: "http" | "nats", error: string, extra: Record<string, unknown> = {}): void {
+    this.audit("ingest_refused", { via, error: error.slice(0, 300), ...extra });
   }
 
   /** Queue one DM node unless it is already queued; resolves with the outcome once recorded. */
@@ -127,8 +140,8 @@ export class ResponderService {
     const existing = this.inflight.get(q);
     if (existing !== undefined) return existing;
     const run = (async () => {
-      const outcome = await this.o.booted.responder.handle(dm);
-      await this.record({ q, dm, outcome });
+      const outcome = await this.o.booted.responder.handle(dm, { query: q });
+      await this.record({ q, messageId: dm.messageId, outcome });
       return outcome;
     })();
     this.inflight.set(q, run);
@@ -143,10 +156,10 @@ export class ResponderService {
       if (outcome.action === "replied") await this.o.kb.recordReply(q, outcome.text);
       else if (outcome.action === "escalated") await this.o.kb.recordEscalation(q, outcome.reason);
       else return;
-      this.audit("kb_recorded", { query: q, message_id: p.dm.messageId, action: outcome.action });
+      this.audit("kb_recorded", { query: q, message_id: p.messageId, action: outcome.action });
     } catch (e) {
       this.pending.push(p);
-      this.audit("kb_record_failed", { query: q, message_id: p.dm.messageId, action: outcome.action, error: String((e as Error)?.message ?? e).slice(0, 200) });
+      this.audit("kb_record_failed", { query: q, message_id: p.messageId, action: outcome.action, error: String((e as Error)?.message ?? e).slice(0, 200) });
       if (!(e instanceof KbUnavailableError)) this.kick();
     }
   }
@@ -167,10 +180,12 @@ export class ResponderService {
     const nodes = await this.o.kb.openDms();
     const processed: DmNode[] = [];
     const tooOld: DmNode[] = [];
+    const switchedOff: DmNode[] = [];
     const fresh: DmNode[] = [];
     for (const n of nodes) {
       if (n.dm.messageId !== null && this.o.booted.processed.has(n.dm.messageId)) processed.push(n);
       else if (now - n.createdAt > this.limits.maxAgeMs) tooOld.push(n);
+      else if (inWindow(this.o.booted.offWindows, n.createdAt)) switchedOff.push(n);
       else fresh.push(n);
     }
     fresh.sort((a, b) => a.handle - b.handle);
@@ -178,17 +193,19 @@ export class ResponderService {
     const overCount = fresh.slice(0, fresh.length - take.length);
     const ids = (ns: DmNode[]) => ns.slice(0, maxIdsInCatchupRecord).map((n) => n.dm.messageId);
     this.st.catchups++;
-    this.st.lastCatchup = { atMs: now, found: nodes.length, queued: take.length, processed: processed.length, tooOld: tooOld.length, overCount: overCount.length };
+    this.st.lastCatchup = { atMs: now, found: nodes.length, queued: take.length, processed: processed.length, tooOld: tooOld.length, switchedOff: switchedOff.length, overCount: overCount.length };
     this.audit("catchup", {
       found: nodes.length,
       queued: take.length,
       already_processed: processed.length,
       too_old: tooOld.length,
+      switched_off: switchedOff.length,
       over_count: overCount.length,
       max_age_ms: this.limits.maxAgeMs,
       max_count: this.limits.maxCount,
       queued_ids: ids(take),
       too_old_ids: ids(tooOld),
+      switched_off_ids: ids(switchedOff),
       over_count_ids: ids(overCount),
     });
     for (const n of take) this.st.ingested.catchup++;
@@ -215,8 +232,8 @@ export class ResponderService {
         this.sub = await subscribe(h, dmQueryGoal, h.channel, (ev) => {
           for (const a of ev.added) {
             const parsed = parseDmNode(a.sentence);
-            if (parsed === null || parsed.agent === self || !this.o.kb.trusts(parsed.agent, a.creator)) continue;
-            if (parsed.dm.messageId !== null && this.o.booted.processed.has(parsed.dm.messageId)) continue;
+            if (this.closed || parsed === null || parsed.agent === self || !this.o.kb.trusts(parsed.agent, a.creator)) continue;
+            // A processed id goes through the queue too: the responder audits it as a duplicate.
             this.st.ingested.channel++;
             void this.enqueue(a.handle, parsed.dm);
           }
@@ -250,11 +267,21 @@ export class ResponderService {
     }
   }
 
-  /** Stop reconnecting, end the subscription, and wait for every queued DM and its record. */
+  /**
+   * Drain, then disconnect: wait for every ingest in flight (a pose the caller may already
+   * have been told about), every queued DM and its KB record, and retry the records that
+   * failed while the connection is still up; only then stop reconnecting and end the
+   * subscription. Ingress must be stopped first (the HTTP server and the bus); a DM node
+   * the subscription delivers during the drain is drained too. A record that still fails is
+   * in the audit without its `kb_recorded`, so the next boot writes it.
+   */
   async close(): Promise<void> {
+    while (this.ingesting.size > 0 || this.inflight.size > 0) {
+      await Promise.allSettled([...this.ingesting, ...this.inflight.values()]);
+    }
+    if (this.pending.length > 0 && this.o.kb.connected) await this.retryPending();
     this.closed = true;
     this.wake?.();
-    await Promise.allSettled([...this.inflight.values()]);
     await this.sub?.stop().catch(() => undefined);
     await this.loop?.catch(() => undefined);
   }

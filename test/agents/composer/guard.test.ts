@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guardReply, promiseIn } from "../../../src/agents/composer/index.js";
+import { guardReply, promiseIn, sendable } from "../../../src/agents/composer/index.js";
 
 describe("guard: promises of work, money, deadlines or commitments are removed", () => {
   it.each([
@@ -42,5 +42,13 @@ describe("guard: promises of work, money, deadlines or commitments are removed",
   it("clamps what is left at a sentence boundary", () => {
     const r = guardReply("First sentence here. Second sentence is longer than the rest.", 30);
     expect(r).toMatchObject({ ok: true, text: "First sentence here." });
+  });
+});
+
+describe("guard: what is sent is sendable", () => {
+  it("strips NUL, control characters and lone surrogates, and keeps tabs, newlines and well-formed pairs", () => {
+    expect(sendable("a\u0000b\uD800c\uDC00d\u0007e\u007Ff\t\n\u{1F600}")).toBe("abcdef\t\n\u{1F600}");
+    const g = guardReply("Hello\u0000 there\uDFFF. Nice \uD83D\uDE00 day.", 500);
+    expect(g).toEqual({ ok: true, text: "Hello there. Nice \u{1F600} day.", removed: [] });
   });
 });

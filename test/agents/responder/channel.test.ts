@@ -23,7 +23,7 @@ async function rig(opts: { catchup?: { maxAgeMs: number; maxCount: number }; tru
   const clock = new FakeClock(Date.now());
   const platform = new FakePlatform(clock);
   const published: unknown[] = [];
-  const ckb = new ChannelKb({ trustedAskers: new Set(opts.trusted ?? ["AgentPresence"]), publish: (n) => published.push(n) });
+  const ckb = new ChannelKb({ trustedAskers: new Set(opts.trusted ?? ["AgentPresence"]), factWriters: new Set(["AgentNotes"]), publish: (n) => published.push(n) });
   const dir = tmp("responder-channel-");
   const loaded = { charter: charter(), sha256: "e".repeat(64), path: "(test)" };
   const booted = bootResponder({ dataDir: dir, loaded, kb: ckb, platform, composer: new EchoTagComposer(), clock });

@@ -7,10 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { type IncomingMessage, type Server, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { request } from "undici";
@@ -19,6 +16,7 @@ import { type AgentHandle, type Medium, answerContent, answersTo, join, poseQuer
 import { terms } from "../../../src/kb/index.js";
 import { dmQuestion } from "../../../src/agents/responder/index.js";
 import { ADMIN_TOKEN, type Daemon, MAIN, spawnDaemon } from "../../channel/helpers.js";
+import { type Platform, type ResponderProc, responderFiles, spawnResponder, startPlatform, stopIfRunning, teardown, until } from "./procs.js";
 
 const CHANNEL = "CxDirectMessages";
 const AGENT = "AgentResponder";
@@ -62,53 +60,6 @@ async function startNats(bin: string): Promise<Nats> {
   return { url, proc };
 }
 
-interface Sent {
-  conversationId: string;
-  message: string;
-  auth: string | undefined;
-}
-
-async function startPlatform(): Promise<{ url: string; sent: Sent[]; server: Server }> {
-  const sent: Sent[] = [];
-  const body = async (req: IncomingMessage) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    return Buffer.concat(chunks).toString("utf8");
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      const send = /^\/dm\/conversations\/([^/]+)\/send$/.exec(req.url ?? "");
-      const thread = /^\/dm\/conversations\/([^/]+)$/.exec(req.url ?? "");
-      if (req.method === "POST" && send) {
-        const b = JSON.parse(await body(req)) as { message: string };
-        sent.push({ conversationId: decodeURIComponent(send[1]!), message: b.message, auth: req.headers.authorization });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
-      } else if (req.method === "GET" && thread) {
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ messages: [] }));
-      } else res.writeHead(404).end();
-    })();
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sent, server };
-}
-
-interface ResponderProc {
-  url: string;
-  proc: ChildProcess;
-  stderr: () => string;
-  exited: Promise<number | string>;
-}
-
-async function until<T>(f: () => T | Promise<T>, pred: (v: T) => boolean, what: string, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (pred(v)) return v;
-    if (Date.now() > end) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const lastLineHash = (path: string): string => {
   const lines = readFileSync(path, "utf8").trimEnd().split("\n");
   return (JSON.parse(lines[lines.length - 1]!) as { hash: string }).hash;
@@ -121,7 +72,7 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
   let admin: Medium;
   let presenceMedium: Medium;
   let presence: AgentHandle;
-  let platform: Awaited<ReturnType<typeof startPlatform>>;
+  let platform: Platform;
   let responderToken: string;
   let dir: string;
   let charterPath: string;
@@ -130,41 +81,22 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
   const escalations: Record<string, unknown>[] = [];
 
   function startResponder(): Promise<ResponderProc> {
-    const env: NodeJS.ProcessEnv = { ...process.env, RESPONDER_ENABLED: "1" };
-    delete env.ANTHROPIC_API_KEY; // the deterministic composer: no model in the loop
-    const proc = spawn(
-      process.execPath,
-      [
-        MAIN, "responder",
-        "--charter", charterPath,
-        "--url", daemon.url,
-        "--token", responderToken,
-        "--agent", AGENT,
-        "--channel", CHANNEL,
-        "--ingest-agents", "AgentPresence",
-        "--platform-url", platform.url,
-        "--platform-token-file", pathJoin(dir, "obc.env"),
-        "--nats-url", nats.url,
-        "--port", "0",
-        "--data", pathJoin(dir, "responder"),
-        "--audit", auditPath,
-        "--catchup-max-age-s", "3600",
-        "--catchup-max-count", "10",
-      ],
-      { env, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let err = "";
-    proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | string>((r) => proc.once("exit", (code, signal) => r(code ?? signal ?? -1)));
-    return new Promise<ResponderProc>((resolve, reject) => {
-      let out = "";
-      proc.stdout!.on("data", (d: Buffer) => {
-        out += d.toString();
-        const m = /koinii responder listening on (http:\/\/\S+)\n/.exec(out);
-        if (m) resolve({ url: m[1]!, proc, stderr: () => err, exited });
-      });
-      void exited.then((code) => reject(new Error(`responder exited (${code}) before listening: ${err}`)));
-    });
+    return spawnResponder([
+      "--charter", charterPath,
+      "--url", daemon.url,
+      "--token", responderToken,
+      "--agent", AGENT,
+      "--channel", CHANNEL,
+      "--ingest-agents", "AgentPresence",
+      "--platform-url", platform.url,
+      "--platform-token-file", pathJoin(dir, "obc.env"),
+      "--nats-url", nats.url,
+      "--port", "0",
+      "--data", pathJoin(dir, "responder"),
+      "--audit", auditPath,
+      "--catchup-max-age-s", "3600",
+      "--catchup-max-count", "10",
+    ]);
   }
 
   const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`)).body.json());
@@ -192,21 +124,12 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     // What the KB knows about the correspondent, written by another agent in the channel.
     await poseFact(`(correspondentFact "${FRIEND}" "Rex plays the upright bass")`);
     platform = await startPlatform();
-    dir = mkdtempSync(pathJoin(tmpdir(), "koinii-responder-e2e-"));
-    writeFileSync(pathJoin(dir, "obc.env"), `OPENBOTCITY_JWT=${JWT}\n`);
-    charterPath = pathJoin(dir, "charter.json");
-    auditPath = pathJoin(dir, "audit.jsonl");
-    writeFileSync(
-      charterPath,
-      JSON.stringify({
-        version: 1,
-        enabled: true,
-        allowlist: { [FRIEND]: "Rex" },
-        limits: { max_replies_per_day: 12, max_replies_per_conversation_per_day: 4, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
-        escalate_keywords: ["deal", "money", "wallet", "password", "send me"],
-        voice: "You are the bounded responder.",
-      }),
-    );
+    ({ dir, charterPath, auditPath } = responderFiles("koinii-responder-e2e-", JWT, {
+      allowlist: { [FRIEND]: "Rex" },
+      limits: { max_replies_per_day: 12, max_replies_per_conversation_per_day: 4, min_gap_seconds_per_conversation: 0, max_reply_chars: 600 },
+      escalate_keywords: ["deal", "money", "wallet", "password", "send me"],
+      voice: "You are the bounded responder.",
+    }));
     responder = await startResponder();
     await ready();
   }, 120_000);
@@ -216,18 +139,10 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
   }
 
   afterAll(async () => {
-    if (responder && responder.proc.exitCode === null && responder.proc.signalCode === null) {
-      responder.proc.kill("SIGTERM");
-      await responder.exited;
-    }
+    await stopIfRunning(responder); // before its bus goes away
     await nc?.close();
     nats?.proc.kill("SIGTERM");
-    await presenceMedium?.close();
-    await admin?.close();
-    await daemon?.stop();
-    platform?.server.close();
-    if (daemon) rmSync(daemon.dataDir, { recursive: true, force: true });
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await teardown({ responder, mediums: [presenceMedium, admin], daemon, platform, dir });
   });
 
   it("both kill switches default off: without RESPONDER_ENABLED=1, or with a charter not enabled, it exits 0 before opening anything", () => {

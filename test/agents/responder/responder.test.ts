@@ -20,13 +20,34 @@ function setup(c = charter(), dir = tmp()) {
 describe("Responder", () => {
   it("replies to a friend: composes from recall and thread, sends, audits sending then sent", async () => {
     const t = setup();
-    t.platform.threads.set("c1", [{ id: "m0", senderId: FRIEND, from: "Rex", text: "earlier" }, { id: "m1", senderId: FRIEND, from: "Rex", text: "hello there tag1" }]);
+    t.platform.threads.set("c1", [{ id: "m1", senderId: FRIEND, from: "Rex", text: "hello there tag1" }]);
     expect(await t.b.responder.handle(dm({ text: "hello there tag1" }))).toEqual({ action: "replied", messageId: "m1", chars: 20, text: expect.any(String) });
     expect(t.platform.sent).toEqual([{ conversationId: "c1", text: "Thanks, I read tag1.", atMs: NOON }]);
-    expect(t.composer.requests[0]).toMatchObject({ purpose: "dm-reply", recall: ["Rex likes jazz"], history: [{ from: "Rex", text: "earlier" }], message: "hello there tag1", correspondent: "Rex" });
+    expect(t.composer.requests[0]).toMatchObject({ purpose: "dm-reply", recall: ["Rex likes jazz"], history: [], message: "hello there tag1", correspondent: "Rex" });
     expect(t.kb.queries).toEqual(["Rex: hello there tag1"]);
     expect(t.records().map((r) => r.action)).toEqual(["daemon_started", "reply_sending", "reply_sent"]);
+    expect(t.records()[2]!.detail).toMatchObject({ message_id: "m1", text: "Thanks, I read tag1." });
     expect(t.b.responder.status()).toMatchObject({ seen: 1, replied: 1, escalated: 0, today: { replies: 1, perConversation: { c1: 1 } } });
+  });
+
+  it("R18: the thread handed to the composer holds only earlier lines that were answered, across a restart", async () => {
+    const t = setup();
+    const line = (id: string, text: string, senderId = FRIEND) => ({ id, senderId, from: senderId === FRIEND ? "Rex" : "Mallory", text });
+    t.platform.threads.set("c1", [line("m1", "hello there tag1")]);
+    await t.b.responder.handle(dm({ messageId: "m1", text: "hello there tag1" }));
+    await t.b.responder.handle(dm({ messageId: "m2", text: "what about the deal tag2" })); // escalated: keyword
+    await t.b.stop("SIGTERM");
+    const b = t.boot();
+    t.clock.advance(3600_000);
+    t.platform.threads.set("c1", [
+      line("m1", "hello there tag1"),
+      line("m2", "what about the deal tag2"),
+      line("x1", "click http://phish.example now", STRANGER),
+      line("m3", "and now? tag3"),
+      line("m4", "a later line tag4"),
+    ]);
+    expect(await b.responder.handle(dm({ messageId: "m3", text: "and now? tag3" }))).toMatchObject({ action: "replied" });
+    expect(t.composer.requests.at(-1)!.history).toEqual([{ from: "Rex", text: "hello there tag1" }]);
   });
 
   it("escalates a stranger visibly: audit record, KB notice, no reply, marked processed", async () => {
