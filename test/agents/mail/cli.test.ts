@@ -159,8 +159,8 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     const head = async () => ((await (await fetch(`${daemon.url}/health`)).json()) as { seq: number }).seq;
     const seqBefore = await head();
     const again = await mail(["sync", "--account", "t"], { ok: true });
-    expect(again.stdout).toContain("refs: 0 new, 0 changed, 0 gone, 12 unchanged (0 edits)");
     expect(await head()).toBe(seqBefore);
+    expect(again.stdout).toContain("refs: 0 new, 0 changed, 0 gone, 12 unchanged (0 edits)");
     const before = (await medium.match("(mailRefIn ?r ?t ?a ?f ?role ?s ?u ?st)", "CxMail")).map((x) => x.handle).sort();
     renameSync(join(dir, "t.env"), join(dir, "t.env.good"));
     writeFileSync(join(dir, "t.env"), `KANNAKA_MAIL_USER=${u.user}\nKANNAKA_MAIL_PASS=wrong-password\n`, { mode: 0o600 });
