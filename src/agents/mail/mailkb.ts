@@ -33,7 +33,7 @@ export interface StoredRefs {
   refs: MailRef[];
   /** Per ref anchor: its facts (sentence -> handle). */
   facts: Map<string, Map<string, Handle>>;
-  /** Per account: the last successful sync (ISO) and the handle of that fact. */
+  /** Per account: the sync at which its refs last changed (ISO) and the handle of that fact. */
   synced: Map<string, { at: string; handle: Handle }>;
 }
 
