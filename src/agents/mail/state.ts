@@ -54,7 +54,7 @@ export interface Facts {
   ourMessageIds: ReadonlySet<string>;
   /** The first person-facing event is a message the agent sent (a receipt names it): we started this thread. */
   startedByAgent: boolean;
-  /** Whole days since the focus, or null without a date. */
+  /** Days (fractional) since the focus, or null without a date. */
   focusAgeDays: number | null;
   startedWaitDays: number;
 }
