@@ -14,7 +14,7 @@ import { applyCommitmentEvent, commitmentsFromMail, outstanding, proposeCommitme
 import { renderMessage, type ReplyHeaders } from "./compose.js";
 import type { Account, AccountsConfig, MailContext } from "./config.js";
 import { mailContext } from "./config.js";
-import { beginSend, idempotencyKey, type SendIntent } from "./idempotency.js";
+import { beginSend, idempotencyKey, startedThreadId, type SendIntent } from "./idempotency.js";
 import { applySync, connectImap, imapEndpoint, syncImapAccount, type AccountSyncResult } from "./imap.js";
 import { syncJmapAccount } from "./jmap.js";
 import { CLAIM_PATTERNS, STATE_SYMBOL, commitmentTerm, idOf, parseQuestion, str, strOrNone, threadTerm, type MailQuestion } from "./kbshape.js";
@@ -23,7 +23,7 @@ import { refId, type MailRef, type ParsedMail } from "./parse.js";
 import { decide, priorContacts } from "./policy.js";
 import { ReceiptStore } from "./receipts.js";
 import { readCredentials, type Credentials } from "./secrets.js";
-import { imapSentCopy, reconcileReceipts, sendReply, submitWithReceipt, type SendOutcome } from "./send.js";
+import { domainOf, imapSentCopy, reconcileReceipts, sendReply, submitWithReceipt, type SendOutcome } from "./send.js";
 import { smtpSubmitter } from "./smtp.js";
 import { closeThread, isOpen, sortStatuses, threadStatus, type ThreadState, type ThreadStatus } from "./state.js";
 import { groupThreads, type Thread } from "./thread.js";
@@ -91,7 +91,11 @@ export async function syncMail(a: MailAgent, opts: { days: number; account?: str
         continue;
       }
       const common = { credentials: creds, previous: stored.refs, since, now: a.now, log: a.log };
-      const r = acc.transport === "imap" ? await syncImapAccount({ ...common, account: acc }) : await syncJmapAccount({ ...common, account: acc });
+      // An http URL is a loopback host's (the config refuses it elsewhere); the client re-checks every URL it is sent to (M22, M23).
+      const r =
+        acc.transport === "imap"
+          ? await syncImapAccount({ ...common, account: acc })
+          : await syncJmapAccount({ ...common, account: acc, allowHttpLoopback: new URL(acc.url).protocol === "http:" });
       results.push(r);
       if (!r.ok) continue;
       for (const f of r.failures) a.log(`${acc.name}: could not parse ${f.server_id}: ${f.error}`);
@@ -196,7 +200,7 @@ export async function computeView(a: MailAgent): Promise<MailView> {
   }
   const cs = refreshOverdue(commitments, now);
   const threads = groupThreads(refs);
-  const rows = sortStatuses(threads.map((thread) => threadStatus({ thread, ctx: a.ctx, closures, receipts, commitments: cs, now })));
+  const rows = sortStatuses(threads.map((thread) => threadStatus({ thread, ctx: a.ctx, closures, receipts, commitments: cs, now, startedWaitDays: a.cfg.status.started_wait_days })));
   return { refs, threads, rows, commitments: cs, statusHandles };
 }
 
@@ -204,7 +208,8 @@ export interface OweAnswer {
   who: string | null;
   side: "us" | "them";
   threads: ThreadStatus[];
-  commitments: Commitment[];
+  /** Each with its thread's state beside it (null when the thread is not in the view): a promise does not change that state. */
+  commitments: (Commitment & { thread_state: ThreadState | null })[];
 }
 
 /**
@@ -219,7 +224,10 @@ export function owed(view: Pick<MailView, "rows" | "commitments">, side: "us" | 
     who: w,
     side,
     threads: view.rows.filter((r) => r.state === state && (w === null || r.counterpart.includes(w))),
-    commitments: outstanding(view.commitments, { who_owes: side, ...(w === null ? {} : { counterpart: w }) }),
+    commitments: outstanding(view.commitments, { who_owes: side, ...(w === null ? {} : { counterpart: w }) }).map((c) => ({
+      ...c,
+      thread_state: view.rows.find((r) => r.thread_id === c.thread_id)?.state ?? null,
+    })),
   };
 }
 
@@ -272,7 +280,7 @@ export async function closeMail(a: MailAgent, ref: string, note: string): Promis
   } finally {
     store.close();
   }
-  const input = { thread, ctx: a.ctx, closures, receipts, commitments: view.commitments, now };
+  const input = { thread, ctx: a.ctx, closures, receipts, commitments: view.commitments, now, startedWaitDays: a.cfg.status.started_wait_days };
   const before = threadStatus(input);
   const closure = closeThread(input, note, now);
   const changes = view.commitments
@@ -350,8 +358,10 @@ export async function replyMail(a: MailAgent, ref: string, body: string, opts: {
 
 /**
  * `mail send --to X --subject S`: a new thread through the same policy and receipt path. The
- * idempotency key's "thread" is `new:<to>\n<subject>` (there is no thread before the first
- * message), so the same words to the same person under the same subject go out once.
+ * idempotency key's scope is `new:<to>\n<subject>` (there is no thread before the first
+ * message), so the same words to the same person under the same subject go out once. The
+ * thread id is the one sync will give the Sent copy: the message starts its thread, so the
+ * thread's key is the pre-minted Message-ID (`startedThreadId`), known before anything is sent.
  */
 export async function sendNew(a: MailAgent, o: { account?: string; to: string; subject: string; body: string; draft: boolean }): Promise<SendResult> {
   const acc = o.account ? accountNamed(a, o.account) : a.cfg.account[0]!;
@@ -360,12 +370,12 @@ export async function sendNew(a: MailAgent, o: { account?: string; to: string; s
   const view = await computeView(a);
   const store = receiptStore(a.dir);
   const now = a.now().toISOString();
-  const threadKey = `new:${to}\n${o.subject.replace(/\s+/g, " ").trim()}`;
+  const intent: SendIntent = { account: acc.name, thread_id: `new:${to}\n${o.subject.replace(/\s+/g, " ").trim()}`, domain: domainOf(acc.address), to: [to], body: o.body, starts_thread: true };
+  const threadId = startedThreadId(intent);
   try {
     const receipts = store.all();
     const decision = decide({ intent: { kind: "new", to }, account: acc.name, ctx: a.ctx, policy: a.cfg.policy, receipts, contacts: priorContacts(view.refs, receipts, a.ctx), draft: o.draft, now });
-    if (decision.verdict === "refuse") return { status: "refused", reason: decision.reason, detail: decision.detail, thread_id: threadKey };
-    const intent: SendIntent = { account: acc.name, thread_id: threadKey, domain: acc.address.slice(acc.address.lastIndexOf("@") + 1), to: [to], body: o.body };
+    if (decision.verdict === "refuse") return { status: "refused", reason: decision.reason, detail: decision.detail, thread_id: threadId };
     const render = (mid: string) => {
       const h: ReplyHeaders = { from: { name: acc.display_name ?? null, email: acc.address }, to: [{ name: null, email: to }], subject: o.subject, message_id: mid, in_reply_to: null, references: [], auto_submitted: "auto-replied", date: now };
       return renderMessage(h, o.body);
@@ -373,13 +383,13 @@ export async function sendNew(a: MailAgent, o: { account?: string; to: string; s
     if (decision.verdict === "draft") {
       const begun = beginSend(receipts, intent, now);
       const message = render(begun.ok ? begun.receipt.message_id : begun.refusal.existing.message_id);
-      return { status: "draft", reason: decision.reason, message, thread_id: threadKey, draft_path: saveDraft(a, message, idempotencyKey(acc.name, threadKey, o.body)) };
+      return { status: "draft", reason: decision.reason, message, thread_id: threadId, draft_path: saveDraft(a, message, idempotencyKey(acc.name, intent.thread_id, o.body)) };
     }
     const creds = credentialsOf(acc);
     const submitter = smtpSubmitter(smtp, creds);
     try {
       const sentCopy = !acc.submissions_filed_in_sent && acc.transport === "imap" ? imapSentCopy(imapEndpoint(acc), creds, "Sent") : null;
-      return { ...(await submitWithReceipt({ store, submitter, intent, from: acc.address, render, now, sentCopy })), thread_id: threadKey };
+      return { ...(await submitWithReceipt({ store, submitter, intent, from: acc.address, render, now, sentCopy })), thread_id: threadId };
     } finally {
       submitter.close();
     }

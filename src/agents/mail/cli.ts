@@ -32,7 +32,7 @@ import {
   type SendResult,
 } from "./agent.js";
 import { refId } from "./parse.js";
-import { isOpen, summaryLine, type ThreadStatus } from "./state.js";
+import { isOpen, summaryLine, type Promised, type ThreadStatus } from "./state.js";
 
 interface Common {
   dir: string;
@@ -48,14 +48,22 @@ const whole = (v: string): number => {
   return Number(v);
 };
 
-const out = (s: string) => process.stdout.write(`${s}\n`);
-const err = (s: string) => process.stderr.write(`${s}\n`);
+/**
+ * One output line: control characters (C0, DEL, C1, and the Unicode line and paragraph
+ * separators) are written as `\uXXXX`, so a subject, an id or a server's text can neither
+ * break a line nor drive the terminal.
+ */
+export const line = (s: string): string => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+const out = (s: string) => process.stdout.write(`${line(s)}\n`);
+const err = (s: string) => process.stderr.write(`${line(s)}\n`);
+/** JSON escapes control characters inside strings itself; its own newlines are layout. */
+const outJson = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 
 function loadConfig(dir: string): AccountsConfig {
   const r = loadAccountsConfig(join(dir, "accounts.json"));
   if (!r.ok) {
     err(`koinii mail: ${join(dir, "accounts.json")}:`);
-    for (const p of r.problems) err(`  ${p}`);
+    for (const p of r.issues) err(line(`  ${p.path}: ${p.message} [${p.type}]`));
     process.exit(1);
   }
   return r.config;
@@ -95,9 +103,17 @@ async function run(o: Common, fn: (a: MailAgent, medium: Medium, h: Awaited<Retu
   process.exitCode = code;
 }
 
+/** A commitment as one phrase: "we owe a@b: send the plan (due 2026-09-25, OVERDUE)". */
+const promiseText = (p: Promised): string => {
+  const when = [p.due ? `due ${p.due}` : "", p.status === "broken" ? "OVERDUE" : ""].filter(Boolean).join(", ");
+  return `${p.who_owes === "us" ? "we owe" : "they owe"} ${p.counterpart}: ${p.what}${when ? ` (${when})` : ""}`;
+};
+
+/** A status row: the state from the reply rules, and beside it what is promised in the thread. */
 function row(r: ThreadStatus, all: boolean): string {
   const age = r.age_days === null ? "?" : r.age_days < 1 ? `${Math.round(r.age_days * 24)}h` : `${r.age_days.toFixed(1)}d`;
-  return [r.state.padEnd(15), age.padStart(6), r.thread_id, r.account, r.counterpart.join(",") || "-", r.subject, ...(all ? [`(${r.rule}: ${r.reason})`] : [])].join("  ");
+  const promised = r.promised.length > 0 ? [`[${r.promised.map(promiseText).join("; ")}]`] : [];
+  return [r.state.padEnd(15), age.padStart(6), r.thread_id, r.account, r.counterpart.join(",") || "-", r.subject, ...promised, ...(all ? [`(${r.rule}: ${r.reason})`] : [])].join("  ");
 }
 
 function printSend(r: SendResult): number {
@@ -131,7 +147,7 @@ export function registerMailCommand(program: Command): void {
     .action((o: Common) => {
       const cfg = loadConfig(o.dir);
       const rep = credentialsReport(cfg);
-      if (o.json) out(JSON.stringify(rep, null, 2));
+      if (o.json) outJson(rep);
       else for (const s of rep) out(formatCredentialsLine(s));
       if (rep.some((s) => !s.credentials_present)) process.exitCode = 1;
     });
@@ -166,14 +182,14 @@ export function registerMailCommand(program: Command): void {
           const side = o.owe !== undefined ? "us" : "them";
           const who = o.owe ?? (typeof o.owed === "string" ? o.owed : null);
           const ans = owed(v, side, who);
-          if (o.json) return void out(JSON.stringify(ans, null, 2));
+          if (o.json) return void outJson(ans);
           out(side === "us" ? `I owe ${who}: ${ans.threads.length} replies, ${ans.commitments.length} commitments` : `owed to me${who ? ` by ${who}` : ""}: ${ans.threads.length} replies, ${ans.commitments.length} commitments`);
           for (const r of ans.threads) out(`  reply    ${r.thread_id}  ${r.counterpart.join(",")}  ${r.subject}`);
-          for (const c of ans.commitments) out(`  promise  ${c.id}  ${c.counterpart}  ${c.what}${c.due ? `  due ${c.due}` : ""}${c.status === "broken" ? "  OVERDUE" : ""}  (${c.thread_id})`);
+          for (const c of ans.commitments) out(`  promise  ${c.id}  ${c.counterpart}  ${c.what}${c.due ? `  due ${c.due}` : ""}${c.status === "broken" ? "  OVERDUE" : ""}  (${c.thread_id} ${c.thread_state ?? "not synced"})`);
           return;
         }
-        const shown = o.all ? rows : rows.filter((r) => isOpen(r.state));
-        if (o.json) return void out(JSON.stringify({ threads: shown, commitments: v.commitments }, null, 2));
+        const shown = o.all ? rows : rows.filter((r) => isOpen(r.state) || r.promised.length > 0);
+        if (o.json) return void outJson({ threads: shown, commitments: v.commitments });
         out(summaryLine(rows));
         for (const r of shown) out(row(r, o.all === true));
         const proposed = v.commitments.filter((c) => c.status === "proposed");
@@ -187,8 +203,13 @@ export function registerMailCommand(program: Command): void {
     .action((ref: string, o: Common & { live?: boolean }) =>
       run(o, async (a) => {
         const t = await threadLive(a, ref, { live: o.live === true });
-        if (o.json) return void out(JSON.stringify({ status: t.status, members: t.members.map((m) => ({ ref: refId(m.ref), live: m.live })) }, null, 2));
+        if (o.json)
+          return void outJson({
+            status: t.status,
+            members: t.members.map((m) => ({ ref: refId(m.ref), role: m.ref.role, date: m.ref.date, sender: m.ref.from?.email ?? null, live: m.live })),
+          });
         out(`${t.thread.id}  ${t.status.state} (${t.status.rule}: ${t.status.reason})  ${t.thread.refs[0]?.subject ?? ""}`);
+        for (const p of t.status.promised) out(`  promise  ${p.id}  ${promiseText(p)}`);
         for (const m of t.members) {
           const r = m.ref;
           out(`  ${r.date ?? "?"}  ${r.role.padEnd(5)}  ${r.from?.email ?? "?"} -> ${[...r.to, ...r.cc].map((x) => x.email).join(",")}  ${refId(r)}  ${m.live === null ? "gone" : m.live.join(" ") || "-"}`);

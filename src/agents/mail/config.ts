@@ -32,7 +32,8 @@ const common = {
  */
 const tlsMode = z.enum(["implicit", "starttls", "none"]).default("implicit");
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
-export const isLoopbackHost = (host: string): boolean => LOOPBACK.has(host.toLowerCase());
+/** A URL's `hostname` keeps an IPv6 literal's brackets; they are dropped here. */
+export const isLoopbackHost = (host: string): boolean => LOOPBACK.has(host.toLowerCase().replace(/^\[(.*)\]$/, "$1"));
 
 /** SMTP submission with the account's own credential (ADR-0062 §5); needed only to send. */
 export const SmtpSchema = z.strictObject({
@@ -53,7 +54,8 @@ export const ImapAccountSchema = z.strictObject({
 export const JmapAccountSchema = z.strictObject({
   ...common,
   transport: z.literal("jmap"),
-  url: z.url({ protocol: /^https$/ }),
+  /** https; plain http only to a loopback host (a local Cyrus), refused elsewhere (M23). */
+  url: z.url({ protocol: /^https?$/ }),
   smtp: SmtpSchema.optional(),
 });
 
@@ -66,21 +68,50 @@ export const PolicySchema = z.strictObject({
   first_contact: z.enum(["draft", "send"]).default("draft"),
 });
 
+/** How status reads threads (M10). */
+export const StatusSchema = z.strictObject({
+  /** A thread the agent started waits on them this many days, then ages out to `done`. */
+  started_wait_days: z.number().int().min(1).max(365).default(14),
+});
+
+/**
+ * Why a config is refused, by type. `invalid` is any schema rule (type, range, format);
+ * the others are the cross-field rules below.
+ */
+export const CONFIG_PROBLEMS = {
+  invalid: "a value does not fit the schema",
+  "unknown-key": "unknown key; credentials belong in the secret file",
+  "duplicate-name": "two accounts share a name",
+  "duplicate-address": "two accounts share an address: our own mail would be read twice and status would count it twice",
+  "tls-not-loopback": "tls none is only allowed for a loopback host",
+  "http-not-loopback": "plain http is only allowed for a loopback host",
+} as const;
+export type ConfigProblemType = keyof typeof CONFIG_PROBLEMS;
+
+const refusal = (ctx: z.RefinementCtx, path: (string | number)[], type: ConfigProblemType, message: string) => ctx.addIssue({ code: "custom", path, message, params: { type } });
+
 export const AccountsConfigSchema = z
   .strictObject({
     internal_domains: z.array(domain).default([]),
     policy: PolicySchema.default({ max_replies_per_sender_per_day: 2, max_replies_per_day: 20, first_contact: "draft" }),
+    status: StatusSchema.default({ started_wait_days: 14 }),
     account: z.array(AccountSchema).min(1).max(32),
   })
   .superRefine((cfg, ctx) => {
-    const seen = new Set<string>();
+    const names = new Set<string>();
+    const addresses = new Map<string, string>();
     for (const [i, a] of cfg.account.entries()) {
-      if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: ["account", i, "name"], message: `duplicate account name ${a.name}` });
-      seen.add(a.name);
-      if (a.transport === "imap" && a.tls === "none" && !isLoopbackHost(a.host))
-        ctx.addIssue({ code: "custom", path: ["account", i, "tls"], message: "tls none is only allowed for a loopback host" });
-      if (a.smtp && a.smtp.tls === "none" && !isLoopbackHost(a.smtp.host))
-        ctx.addIssue({ code: "custom", path: ["account", i, "smtp", "tls"], message: "tls none is only allowed for a loopback host" });
+      if (names.has(a.name)) refusal(ctx, ["account", i, "name"], "duplicate-name", `duplicate account name ${a.name}`);
+      names.add(a.name);
+      const other = addresses.get(a.address);
+      if (other !== undefined) refusal(ctx, ["account", i, "address"], "duplicate-address", `the address of account ${a.name} is already account ${other}'s`);
+      else addresses.set(a.address, a.name);
+      if (a.transport === "imap" && a.tls === "none" && !isLoopbackHost(a.host)) refusal(ctx, ["account", i, "tls"], "tls-not-loopback", CONFIG_PROBLEMS["tls-not-loopback"]);
+      if (a.transport === "jmap") {
+        const u = new URL(a.url);
+        if (u.protocol === "http:" && !isLoopbackHost(u.hostname)) refusal(ctx, ["account", i, "url"], "http-not-loopback", CONFIG_PROBLEMS["http-not-loopback"]);
+      }
+      if (a.smtp && a.smtp.tls === "none" && !isLoopbackHost(a.smtp.host)) refusal(ctx, ["account", i, "smtp", "tls"], "tls-not-loopback", CONFIG_PROBLEMS["tls-not-loopback"]);
     }
   });
 
@@ -91,7 +122,15 @@ export type Account = z.infer<typeof AccountSchema>;
 export type MailPolicyConfig = z.infer<typeof PolicySchema>;
 export type AccountsConfig = z.infer<typeof AccountsConfigSchema>;
 
-export type ConfigResult = { ok: true; config: AccountsConfig } | { ok: false; problems: string[] };
+/** One refusal: where (a dotted path), its type, and a message that never holds the value. */
+export interface ConfigProblem {
+  path: string;
+  type: ConfigProblemType;
+  message: string;
+}
+
+/** `problems` are the `issues` as lines (`path: message`), for printing. */
+export type ConfigResult = { ok: true; config: AccountsConfig } | { ok: false; issues: ConfigProblem[]; problems: string[] };
 
 /**
  * Validate an already-parsed config object. Unknown keys are refused (a `password` key is
@@ -104,14 +143,13 @@ export type ConfigResult = { ok: true; config: AccountsConfig } | { ok: false; p
 export function parseAccountsConfig(value: unknown): ConfigResult {
   const r = AccountsConfigSchema.safeParse(value);
   if (r.success) return { ok: true, config: r.data };
-  return {
-    ok: false,
-    problems: r.error.issues.map((i) => {
-      const keys = i.code === "unrecognized_keys" ? ` (${i.keys.join(", ")})` : "";
-      const why = i.code === "unrecognized_keys" ? "unknown key; credentials belong in the secret file" : i.message;
-      return `${i.path.join(".") || "(top)"}: ${why}${keys}`;
-    }),
-  };
+  const issues: ConfigProblem[] = r.error.issues.map((i) => {
+    const path = i.path.join(".") || "(top)";
+    if (i.code === "unrecognized_keys") return { path, type: "unknown-key", message: `${CONFIG_PROBLEMS["unknown-key"]} (${i.keys.join(", ")})` };
+    const type = i.code === "custom" ? ((i as { params?: { type?: ConfigProblemType } }).params?.type ?? "invalid") : "invalid";
+    return { path, type, message: i.message };
+  });
+  return { ok: false, issues, problems: issues.map((i) => `${i.path}: ${i.message}`) };
 }
 
 /** Read `accounts.json` (M1: JSON, not the original's TOML, to need no parser dependency). */
@@ -120,7 +158,8 @@ export function loadAccountsConfig(path: string): ConfigResult {
   try {
     parsed = JSON.parse(readFileSync(path, "utf8"));
   } catch (e) {
-    return { ok: false, problems: [`${path}: ${(e as NodeJS.ErrnoException).code ?? "not valid JSON"}`] };
+    const message = (e as NodeJS.ErrnoException).code ?? "not valid JSON";
+    return { ok: false, issues: [{ path, type: "invalid", message }], problems: [`${path}: ${message}`] };
   }
   return parseAccountsConfig(parsed);
 }

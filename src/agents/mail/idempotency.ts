@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { ownText, stripQuoted } from "./parse.js";
-import type { ThreadId } from "./thread.js";
+import { threadId, type ThreadId } from "./thread.js";
 
 /**
  * The body as the key sees it (M14):
@@ -77,10 +77,24 @@ export interface Receipt {
 
 export interface SendIntent {
   account: string;
+  /** The key's scope: the thread replied in, or `new:<to>\n<subject>` for a message that starts one. */
   thread_id: ThreadId | string;
   domain: string;
   to: string[];
   body: string;
+  /** The message starts a thread: the receipt names the thread sync will give it (`startedThreadId`). */
+  starts_thread?: boolean;
+}
+
+/**
+ * The thread a message that starts one lands in: it has no In-Reply-To or References, so
+ * `groupThreads` keys its thread by its own Message-ID, which is minted from the key. The id
+ * is therefore known before submission and equals the one the synced Sent copy gets.
+ *
+ * @example startedThreadId({ account: "zoho", thread_id: "new:v@x.org\nplan", domain: "spacechild.love", to: ["v@x.org"], body: "Hi" })
+ */
+export function startedThreadId(intent: SendIntent): ThreadId {
+  return threadId(intent.account, mintMessageId(idempotencyKey(intent.account, intent.thread_id, intent.body), intent.domain));
 }
 
 export type BeginResult =
@@ -103,7 +117,7 @@ export function beginSend(receipts: readonly Receipt[], intent: SendIntent, now:
     receipt: {
       key,
       account: intent.account,
-      thread_id: intent.thread_id,
+      thread_id: intent.starts_thread ? startedThreadId(intent) : intent.thread_id,
       message_id: mintMessageId(key, intent.domain),
       to: intent.to.map((t) => t.toLowerCase()),
       asks: ownText(intent.body).includes("?"),

@@ -44,8 +44,8 @@ export type { AutomatedKind, Classification } from "./classify.js";
 export { compareRefs, groupThreads, threadId } from "./thread.js";
 export type { Thread, ThreadId } from "./thread.js";
 
-export { STATE_ORDER, STATE_RULES, ackMaxChars, closeThread, isOpen, sortStatuses, summaryLine, threadFacts, threadStatus } from "./state.js";
-export type { Closure, Facts, Rule, StateInput, ThreadEvent, ThreadState, ThreadStatus } from "./state.js";
+export { STATE_ORDER, STATE_RULES, ackMaxChars, closeThread, defaultStartedWaitDays, isOpen, sortStatuses, summaryLine, threadFacts, threadStatus } from "./state.js";
+export type { Closure, Facts, Promised, Rule, StateInput, ThreadEvent, ThreadState, ThreadStatus } from "./state.js";
 
 export {
   COMMITMENT_TRANSITIONS,
@@ -63,7 +63,7 @@ export type { Commitment, CommitmentEvent, CommitmentStatus, ProposalResult, Pro
 export { DRAFT_REASONS, REFUSALS, decide, priorContacts } from "./policy.js";
 export type { Decision, DraftReason, PolicyInput, RefusalReason } from "./policy.js";
 
-export { beginSend, idempotencyKey, markSubmitted, mintMessageId, normaliseBody, reconcile } from "./idempotency.js";
+export { beginSend, idempotencyKey, markSubmitted, mintMessageId, normaliseBody, reconcile, startedThreadId } from "./idempotency.js";
 export type { BeginResult, IdempotencyKey, Receipt, ReceiptStatus, ReconcileOptions, Reconciliation, SendIntent } from "./idempotency.js";
 
 export { OUR_EARLIER_REPLY, buildComposeRequest, formatMailDate, quoteForReply, renderMessage, replyHeaders, replyReferences, replySubject, untrustedBlock } from "./compose.js";

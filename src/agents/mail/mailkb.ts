@@ -33,7 +33,7 @@ export interface StoredRefs {
   refs: MailRef[];
   /** Per ref anchor: its facts (sentence -> handle). */
   facts: Map<string, Map<string, Handle>>;
-  /** Per account: the last successful sync (ISO) and the handle of that fact. */
+  /** Per account: the sync at which its refs last changed (ISO) and the handle of that fact. */
   synced: Map<string, { at: string; handle: Handle }>;
 }
 
@@ -82,7 +82,9 @@ export class MailKb {
 
   /**
    * The edits that make the stored refs equal `next` (each with its thread id). Per ref,
-   * only the facts that differ are removed and added, in the same edit.
+   * only the facts that differ are removed and added, in the same edit. An account's
+   * `mailSynced` fact moves only with a change to its refs (or when it has none yet): a sync
+   * that finds the mailbox as the KB already says gives no edit at all.
    */
   diffRefs(stored: StoredRefs, next: readonly { ref: MailRef; threadId: string }[], syncedAccounts: ReadonlyMap<string, string>): RefDiff {
     const out: RefDiff = { edits: [], changed: 0, added: 0, removed: 0, unchanged: 0 };
@@ -94,6 +96,7 @@ export class MailKb {
       n = 0;
     };
     const seen = new Set<string>();
+    const touched = new Set<string>();
     for (const { ref, threadId } of next) {
       const anchor = refId(ref);
       seen.add(anchor);
@@ -105,6 +108,7 @@ export class MailKb {
         out.unchanged += 1;
         continue;
       }
+      touched.add(ref.account);
       if (have.size === 0) out.added += 1;
       else out.changed += 1;
       cur.add.push(...add);
@@ -113,12 +117,14 @@ export class MailKb {
     }
     for (const [anchor, have] of stored.facts) {
       if (seen.has(anchor)) continue;
+      touched.add(anchor.slice(0, anchor.indexOf(":")));
       out.removed += 1;
       cur.remove.push(...have.values());
       if (++n >= refsPerEdit) flush();
     }
     for (const [account, at] of syncedAccounts) {
       const old = stored.synced.get(account);
+      if (old && !touched.has(account)) continue;
       cur.add.push(syncedFact(account, at));
       if (old) cur.remove.push(old.handle);
     }

@@ -98,7 +98,7 @@ export interface ReplyInput {
   now: string;
 }
 
-const domainOf = (address: string) => address.slice(address.lastIndexOf("@") + 1);
+export const domainOf = (address: string) => address.slice(address.lastIndexOf("@") + 1);
 
 /**
  * `mail reply`: policy, then receipt and submission. Headers come from the MailRef only

@@ -1,7 +1,8 @@
 /**
  * A thread's state, computed, never remembered (ADR-0064 §3; reference §2.4). One table of
- * rules, first match wins. The reference's P0 rules are kept in meaning; two rows for
- * outstanding commitments and the receipt "event" are ours (M9, M10).
+ * rules, first match wins. The reference's P0 rules are kept in meaning; the receipt
+ * "event" and the row for a thread the agent started are ours (M9, M10). Outstanding
+ * commitments never change the label: they are listed beside it (`promised`).
  */
 import type { MailContext } from "./config.js";
 import { classify, type Classification } from "./classify.js";
@@ -12,6 +13,8 @@ import type { Thread } from "./thread.js";
 
 /** An acknowledgement is at most this many own characters (reference: ACK_MAX_CHARS). */
 export const ackMaxChars = 80;
+/** Days a thread the agent started waits on them before it ages out to `done` (config `status.started_wait_days`). */
+export const defaultStartedWaitDays = 14;
 
 export type ThreadState = "needs_reply" | "waiting_on_them" | "done" | "ignored";
 export const STATE_ORDER: readonly ThreadState[] = ["needs_reply", "waiting_on_them", "done", "ignored"];
@@ -49,8 +52,11 @@ export interface Facts {
   /** Why nothing is person-facing: the first message's reason, or internal traffic. */
   whyIgnored: string;
   ourMessageIds: ReadonlySet<string>;
-  owedByUs: Commitment[];
-  owedByThem: Commitment[];
+  /** The first person-facing event is a message the agent sent (a receipt names it): we started this thread. */
+  startedByAgent: boolean;
+  /** Days (fractional) since the focus, or null without a date. */
+  focusAgeDays: number | null;
+  startedWaitDays: number;
 }
 
 export interface Rule {
@@ -63,12 +69,13 @@ export interface Rule {
 const theirsFocus = (f: Facts) => (f.focus !== null && f.focus.side === "theirs" && f.personFacing.length > 0 ? f.focus : null);
 const oursFocus = (f: Facts) => (f.focus !== null && f.focus.side === "ours" && f.personFacing.length > 0 ? f.focus : null);
 const isAck = (f: Facts, e: ThreadEvent) => e.in_reply_to.some((id) => f.ourMessageIds.has(id)) && !e.asks && e.chars <= ackMaxChars;
-const whats = (cs: Commitment[]) => cs.map((c) => c.what + (c.status === "broken" ? " (overdue)" : "")).join("; ");
+const onlyOurs = (f: Facts) => f.personFacing.length > 0 && f.personFacing.every((e) => e.side === "ours");
 
 /**
- * The rules, first match wins. Without commitments and receipts this is the reference's
- * P0 machine: rows 3 and 5-10 partition the cases its rules 3-4 cover, so reordering them
- * changes no result (pinned by the "P0 parity" tests).
+ * The rules, first match wins. Without receipts this is the reference's P0 machine: rows
+ * 3-9 partition the cases its rules 3-4 cover, so reordering them changes no result (pinned
+ * by the "P0 parity" tests). Commitments are not an input: a promise in prose does not make
+ * an answered conversation open, nor an acknowledged one waiting (M10).
  */
 export const STATE_RULES: readonly Rule[] = [
   {
@@ -90,9 +97,15 @@ export const STATE_RULES: readonly Rule[] = [
       return e !== null && !e.answered && !e.fyi && !isAck(f, e) ? "their message is the latest and is not answered" : null;
     },
   },
-  { id: "we-owe", state: "needs_reply", when: (f) => (f.owedByUs.length > 0 ? `we owe: ${whats(f.owedByUs)}` : null) },
   { id: "ours-asks", state: "waiting_on_them", when: (f) => (oursFocus(f)?.asks ? "we asked; no answer yet" : null) },
-  { id: "they-owe", state: "waiting_on_them", when: (f) => (f.owedByThem.length > 0 ? `they owe: ${whats(f.owedByThem)}` : null) },
+  {
+    id: "ours-started",
+    state: "waiting_on_them",
+    when: (f) =>
+      f.startedByAgent && onlyOurs(f) && (f.focusAgeDays === null || f.focusAgeDays < f.startedWaitDays)
+        ? `we started this thread; no answer yet (ages out after ${f.startedWaitDays} days)`
+        : null,
+  },
   { id: "ours-said", state: "done", when: (f) => (oursFocus(f) !== null ? "ours is the latest and asks nothing" : null) },
   { id: "answered", state: "done", when: (f) => (theirsFocus(f)?.answered ? "\\Answered on the server" : null) },
   { id: "fyi", state: "done", when: (f) => (theirsFocus(f)?.fyi ? "FYI" : null) },
@@ -106,6 +119,18 @@ export interface StateInput {
   receipts?: readonly Receipt[];
   commitments?: readonly Commitment[];
   now: string;
+  /** See `defaultStartedWaitDays`. */
+  startedWaitDays?: number;
+}
+
+/** An outstanding commitment of the thread, shown beside its state (never deciding it). */
+export interface Promised {
+  id: string;
+  who_owes: Commitment["who_owes"];
+  counterpart: string;
+  what: string;
+  due: string | null;
+  status: "open" | "broken";
 }
 
 export interface ThreadStatus {
@@ -119,6 +144,8 @@ export interface ThreadStatus {
   subject: string;
   /** Days since the focus, to 0.1; null without a date. */
   age_days: number | null;
+  /** Open (or overdue) commitments of this thread, ours and theirs; proposals are not listed. */
+  promised: Promised[];
 }
 
 function eventOf(ref: MailRef, c: Classification): ThreadEvent {
@@ -140,10 +167,12 @@ const byDate = (a: ThreadEvent, b: ThreadEvent) => (a.date === b.date ? 0 : a.da
 /** Gather the facts every rule reads, once. */
 export function threadFacts(input: StateInput): Facts {
   const { thread, ctx } = input;
-  const receipts = (input.receipts ?? []).filter((r) => r.thread_id === thread.id && r.account === thread.account && r.status !== "held");
+  const inThread = new Set(thread.refs.map((r) => r.message_id).filter((m): m is string => m !== null));
+  // A receipt belongs here by its thread id, or because its Message-ID is a member (a receipt
+  // written before the thread had a synced message, under an older id scheme, is linked so).
+  const receipts = (input.receipts ?? []).filter((r) => r.account === thread.account && r.status !== "held" && (r.thread_id === thread.id || inThread.has(r.message_id)));
   const vouched = new Set(receipts.map((r) => r.message_id));
   const classified = thread.refs.map((r) => ({ ref: r, c: classify(r, ctx, r.message_id !== null && vouched.has(r.message_id)) }));
-  const inThread = new Set(thread.refs.map((r) => r.message_id).filter((m): m is string => m !== null));
   // M9: a receipt whose Sent copy is missing (Stalwart files none) still counts as our message.
   const receiptEvents: ThreadEvent[] = receipts
     .filter((r) => !inThread.has(r.message_id) && r.status !== "pending")
@@ -153,20 +182,30 @@ export function threadFacts(input: StateInput): Facts {
   const newestEvent = newest === undefined ? null : eventOf(newest, classified.at(-1)!.c);
   const firstAuto = classified.find((x) => x.c.automated !== null)?.c.automated;
   const closures = (input.closures ?? []).filter((c) => c.account === thread.account && (c.thread_id === thread.id || c.thread_key === thread.key));
-  const outstandingHere = (input.commitments ?? []).filter((c) => c.thread_id === thread.id && isOutstanding(c));
+  const focus = personFacing.at(-1) ?? newestEvent;
+  const first = personFacing[0];
   return {
     thread,
     closure: closures.at(-1) ?? null,
     personFacing,
-    focus: personFacing.at(-1) ?? newestEvent,
+    focus,
     whyIgnored: firstAuto ? `automated (${firstAuto.reason})` : "internal traffic only",
     ourMessageIds: new Set([
       ...classified.filter((x) => x.c.side === "ours" && x.ref.message_id !== null).map((x) => x.ref.message_id!),
       ...receipts.map((r) => r.message_id),
     ]),
-    owedByUs: outstandingHere.filter((c) => c.who_owes === "us"),
-    owedByThem: outstandingHere.filter((c) => c.who_owes === "them"),
+    startedByAgent: first !== undefined && first.side === "ours" && vouched.has(first.ref?.message_id ?? first.id),
+    focusAgeDays: focus?.date ? (Date.parse(input.now) - Date.parse(focus.date)) / 86_400_000 : null,
+    startedWaitDays: input.startedWaitDays ?? defaultStartedWaitDays,
   };
+}
+
+/** The thread's outstanding commitments (open or broken; proposals never count), ours first. */
+function promisedIn(thread: Thread, commitments: readonly Commitment[]): Promised[] {
+  return commitments
+    .filter((c) => c.thread_id === thread.id && isOutstanding(c))
+    .sort((a, b) => (a.who_owes === b.who_owes ? a.id.localeCompare(b.id) : a.who_owes === "us" ? -1 : 1))
+    .map((c) => ({ id: c.id, who_owes: c.who_owes, counterpart: c.counterpart, what: c.what, due: c.due, status: c.status as Promised["status"] }));
 }
 
 /**
@@ -201,6 +240,7 @@ export function threadStatus(input: StateInput): ThreadStatus {
       counterpart,
       subject: f.thread.refs[0]?.subject ?? "",
       age_days: date === null ? null : Math.round((Date.parse(input.now) - Date.parse(date)) / 8_640_000) / 10,
+      promised: promisedIn(f.thread, input.commitments ?? []),
     };
   }
   // The last row matches whenever a person-facing event exists, and row 2 when none does.

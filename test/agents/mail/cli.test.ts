@@ -64,6 +64,12 @@ async function buildMailbox(): Promise<void> {
   await put("INBOX", { "Authentication-Results": auth(who("zed")), From: `Zed <${who("zed")}>`, To: me, Subject: "lunch", Date: hours(3), "Message-ID": `<e1-${tag}@example.org>` }, "Lunch on Tuesday?", ["\\Answered"]);
   // F: Nick's deploy request, done elsewhere: closed with a note.
   await put("INBOX", { "Authentication-Results": auth(who("nick")), From: `Nick <${who("nick")}>`, To: me, Subject: "Help if possible", Date: hours(72), "Message-ID": `<f1-${tag}@example.org>` }, "Five steps to deploy. Can you do it?");
+  // G: Uma asks; nobody answered: needs_reply.
+  await put("INBOX", { "Authentication-Results": auth(who("uma")), From: `Uma <${who("uma")}>`, To: me, Subject: "budget", Date: hours(4), "Message-ID": `<g1-${tag}@example.org>` }, "Can you check the budget?");
+  // H: Ivan writes "I owe you a reply" after our closing thanks: done (an ack), his promise beside it.
+  await put("INBOX", { "Authentication-Results": auth(who("ivan")), From: `Ivan <${who("ivan")}>`, To: me, Subject: "numbers", Date: hours(8), "Message-ID": `<h1-${tag}@example.org>` }, "Could you check the numbers?");
+  await put("Sent", { From: me, To: who("ivan"), Subject: "Re: numbers", Date: hours(7), "Message-ID": `<h2-${tag}@koinii.test>`, "In-Reply-To": `<h1-${tag}@example.org>`, References: `<h1-${tag}@example.org>` }, "Checked, they are right. Thanks, that settles it.", ["\\Seen"]);
+  await put("INBOX", { "Authentication-Results": auth(who("ivan")), From: `Ivan <${who("ivan")}>`, To: me, Subject: "Re: numbers", Date: hours(6), "Message-ID": `<h3-${tag}@example.org>`, "In-Reply-To": `<h2-${tag}@koinii.test>`, References: `<h1-${tag}@example.org> <h2-${tag}@koinii.test>` }, "I owe you a reply.");
   await admin.logout();
 }
 
@@ -133,12 +139,12 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
   it("sync: progress per folder, MailRefs in CxMail with no body, no secret; a failed account fails the run", async () => {
     const r = await mail(["sync"]);
     expect(r.code).toBe(1); // "gone" has no secret file
-    expect(r.stdout).toMatch(/t INBOX: 5 messages, 5 bodies read \(BODY\.PEEK\), 0 unchanged refs reused/);
-    expect(r.stdout).toMatch(/t Sent: 3 messages, 3 bodies read/);
+    expect(r.stdout).toMatch(/t INBOX: 8 messages, 8 bodies read \(BODY\.PEEK\), 0 unchanged refs reused/);
+    expect(r.stdout).toMatch(/t Sent: 4 messages, 4 bodies read/);
     expect(r.stdout).toContain("gone: sync failed, previous refs kept: credentials: ENOENT");
     expect(r.stderr).toContain("sync failed for gone");
     const refs = await medium.match("(mailRefIn ?r ?t ?a ?f ?role ?s ?u ?st)", "CxMail");
-    expect(refs).toHaveLength(8);
+    expect(refs).toHaveLength(12);
     expect(refs.every((x) => x.creator === "AgentMail")).toBe(true);
     expect((await medium.match(`(mailIds ?r "<a1-${tag}@example.org>" ?i ?x)`, "CxMail")).length).toBe(1);
     // Nothing of a body, nothing of the secret, anywhere in the store.
@@ -149,9 +155,12 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     expect(serverFlags(env, u.user, "INBOX").get(`<a1-${tag}@example.org>`)).toEqual([]);
   });
 
-  it("a second sync changes nothing; a failed account (wrong password) keeps its refs", async () => {
+  it("a second sync changes nothing and writes nothing (the daemon's head seq stays); a failed account (wrong password) keeps its refs", async () => {
+    const head = async () => ((await (await fetch(`${daemon.url}/health`)).json()) as { seq: number }).seq;
+    const seqBefore = await head();
     const again = await mail(["sync", "--account", "t"], { ok: true });
-    expect(again.stdout).toContain("refs: 0 new, 0 changed, 0 gone, 8 unchanged");
+    expect(await head()).toBe(seqBefore);
+    expect(again.stdout).toContain("refs: 0 new, 0 changed, 0 gone, 12 unchanged (0 edits)");
     const before = (await medium.match("(mailRefIn ?r ?t ?a ?f ?role ?s ?u ?st)", "CxMail")).map((x) => x.handle).sort();
     renameSync(join(dir, "t.env"), join(dir, "t.env.good"));
     writeFileSync(join(dir, "t.env"), `KANNAKA_MAIL_USER=${u.user}\nKANNAKA_MAIL_PASS=wrong-password\n`, { mode: 0o600 });
@@ -170,10 +179,9 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     const s = (await mail(["status", "--all", "--json"], { ok: true })).stdout;
     expect(threadOf(s, "intro").state).toBe("needs_reply");
     expect(threadOf(s, "review").state).toBe("waiting_on_them");
-    expect(threadOf(s, "report").state).toBe("waiting_on_them"); // \Answered, but Xavier owes the report
-    expect(threadOf(s, "slides").state).toBe("needs_reply"); // we promised the slides
     expect(threadOf(s, "lunch").state).toBe("done"); // \Answered on the server
     expect(threadOf(s, "Help if possible").state).toBe("needs_reply");
+    expect(threadOf(s, "budget").state).toBe("needs_reply");
 
     const oweV = await mail(["status", "--owe", who("vincent")], { ok: true });
     expect(oweV.stdout).toContain(`I owe ${who("vincent")}: 1 replies, 0 commitments`);
@@ -181,15 +189,55 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     const oweY = JSON.parse((await mail(["status", "--owe", who("yolanda"), "--json"], { ok: true })).stdout) as { threads: unknown[]; commitments: { what: string; who_owes: string; status: string }[] };
     expect(oweY.commitments).toMatchObject([{ who_owes: "us", what: "send the slides tomorrow", status: "open" }]);
     const owedMe = await mail(["status", "--owed"], { ok: true });
-    expect(owedMe.stdout).toContain("owed to me: 2 replies, 1 commitments");
+    expect(owedMe.stdout).toContain("owed to me: 1 replies, 2 commitments");
     expect(owedMe.stdout).toContain(threadOf(s, "review").thread_id);
     expect(owedMe.stdout).toContain("send you the report by Friday");
     // The same mailbox gives the same answer.
     expect((await mail(["status", "--owed"], { ok: true })).stdout).toBe(owedMe.stdout);
     // The commitments are typed records in the KB.
     const rec = await medium.match("(mailCommitmentOf ?c ?src ?t ?a Them ?cp ?what ?due ?dt Rule ?d)", "CxMail");
-    expect(rec).toHaveLength(1);
-    expect(rec[0]!.sentence).toContain(`"${who("xavier")}"`);
+    expect(rec.map((r) => r.sentence).join("\n")).toContain(`"${who("xavier")}"`);
+    expect(rec).toHaveLength(2);
+  });
+
+  it("a promise in prose does not change the label: the thread reads done and the open commitment is listed beside it (status, --owe, --owed, thread)", async () => {
+    const j = JSON.parse((await mail(["status", "--all", "--json"], { ok: true })).stdout) as { threads: { thread_id: string; subject: string; state: string; rule: string; promised: { who_owes: string; what: string; status: string }[] }[] };
+    const bySubject = (subject: string) => j.threads.find((t) => t.subject === subject)!;
+    // We replied but promised the slides in prose; Xavier's report is \Answered and promised; Ivan wrote "I owe you a reply" after our closing thanks.
+    expect(bySubject("slides")).toMatchObject({ state: "done", rule: "ours-said", promised: [{ who_owes: "us", what: "send the slides tomorrow", status: "open" }] });
+    expect(bySubject("report")).toMatchObject({ state: "done", rule: "answered", promised: [{ who_owes: "them", what: "send you the report by Friday" }] });
+    expect(bySubject("numbers")).toMatchObject({ state: "done", rule: "ack", promised: [{ who_owes: "them", what: "owe you a reply" }] });
+    expect(bySubject("lunch").promised).toEqual([]);
+    // The text view lists a done thread that carries a promise, with the promise beside its state.
+    const text = (await mail(["status"], { ok: true })).stdout;
+    const slides = text.split("\n").find((l) => l.includes("  slides  "));
+    expect(slides).toMatch(new RegExp(`^done .*${bySubject("slides").thread_id}.*slides  \\[we owe ${who("yolanda")}: send the slides tomorrow \\(due \\d{4}-\\d\\d-\\d\\d\\)\\]$`));
+    expect(text).toContain(`[they owe ${who("ivan")}: owe you a reply]`);
+    // --owe / --owed: each promise with its thread's state beside it.
+    const oweY = JSON.parse((await mail(["status", "--owe", who("yolanda"), "--json"], { ok: true })).stdout) as { threads: unknown[]; commitments: { what: string; thread_state: string }[] };
+    expect(oweY.threads).toEqual([]);
+    expect(oweY.commitments).toMatchObject([{ what: "send the slides tomorrow", thread_state: "done" }]);
+    const owedI = await mail(["status", "--owed", who("ivan")], { ok: true });
+    expect(owedI.stdout).toContain(`owed to me by ${who("ivan")}: 0 replies, 1 commitments`);
+    expect(owedI.stdout).toMatch(new RegExp(`promise  c:[0-9a-f]{16}  ${who("ivan")}  owe you a reply  \\(${bySubject("numbers").thread_id} done\\)`));
+    // thread: the state line, then the open commitments.
+    const t = await mail(["thread", bySubject("slides").thread_id], { ok: true });
+    expect(t.stdout.split("\n")[0]).toContain(`${bySubject("slides").thread_id}  done (ours-said:`);
+    expect(t.stdout).toMatch(new RegExp(`  promise  c:[0-9a-f]{16}  we owe ${who("yolanda")}: send the slides tomorrow`));
+    const tj = JSON.parse((await mail(["thread", bySubject("numbers").thread_id, "--json"], { ok: true })).stdout) as { status: { state: string; promised: { who_owes: string; what: string }[] } };
+    expect(tj.status).toMatchObject({ state: "done", promised: [{ who_owes: "them", what: "owe you a reply" }] });
+  });
+
+  it("thread --json: each member carries its ref, role, date, sender and flags", async () => {
+    const s = (await mail(["status", "--all", "--json"], { ok: true })).stdout;
+    const j = JSON.parse((await mail(["thread", threadOf(s, "numbers").thread_id, "--json"], { ok: true })).stdout) as { members: Record<string, unknown>[] };
+    expect(j.members).toEqual([
+      { ref: expect.stringMatching(/^t:INBOX:\d+$/), role: "inbox", date: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), sender: who("ivan"), live: [] },
+      { ref: expect.stringMatching(/^t:Sent:\d+$/), role: "sent", date: expect.any(String), sender: u.user, live: ["\\Seen"] },
+      { ref: expect.stringMatching(/^t:INBOX:\d+$/), role: "inbox", date: expect.any(String), sender: who("ivan"), live: [] },
+    ]);
+    const dates = j.members.map((m) => Date.parse(m.date as string));
+    expect(dates).toEqual([...dates].sort((a, b) => a - b));
   });
 
   it("close --note: the thread is done, with the note as provenance in the KB", async () => {
@@ -228,7 +276,7 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
 
   it("in the channel: a query about open loops is answered; a false owesReply is disputed, a true one endorsed", async () => {
     const s = (await mail(["status", "--all", "--json"], { ok: true })).stdout;
-    const [a, d] = [threadOf(s, "intro").thread_id, threadOf(s, "slides").thread_id];
+    const [a, d] = [threadOf(s, "intro").thread_id, threadOf(s, "budget").thread_id];
     const ops = await joinChannel(medium, "CxMailbox", "AgentOps");
     const q = await poseQuery(ops, "(mailOpenLoops Any)");
     const qy = await poseQuery(ops, `(mailOwedBy Us "${who("yolanda")}")`);
@@ -257,10 +305,10 @@ describe("koinii mail, end to end (Dovecot + SMTP + daemon)", () => {
     const again = await mail(["answer"], { ok: true });
     expect(again.stdout).toContain("0 answered, 0 re-answered, 2 unchanged, 0 not understood; 0 endorsed, 0 disputed, 0 judgments withdrawn");
 
-    // Closing D elsewhere turns the endorsement into a dispute, and re-answers the query, in one pass.
-    await mail(["close", d, "--note", "slides sent by hand"], { ok: true });
+    // Closing G elsewhere turns the endorsement into a dispute, and re-answers the open-loops query, in one pass.
+    await mail(["close", d, "--note", "budget checked by phone"], { ok: true });
     const third = await mail(["answer"], { ok: true });
-    expect(third.stdout).toContain("2 re-answered");
+    expect(third.stdout).toContain("1 re-answered, 1 unchanged");
     expect(third.stdout).toContain("1 disputed, 1 judgments withdrawn");
     expect(await medium.match(`(endorses AgentMail (sentexHandle ${trueClaim}))`, "CxMail")).toHaveLength(0);
     expect(await medium.match(`(disputes AgentMail (sentexHandle ${trueClaim}))`, "CxMail")).toHaveLength(1);

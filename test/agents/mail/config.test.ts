@@ -13,7 +13,7 @@ describe("accounts config", () => {
   it.each([
     ["a password in the config", { account: [{ ...imap, password: "hunter2-very-secret" }] }, /unknown key; credentials belong in the secret file \(password\)/],
     ["an IMAP account without host", { account: [{ ...imap, host: undefined }] }, /account\.0\.host/],
-    ["a JMAP account over http", { account: [{ name: "np", address: "k@np.com", transport: "jmap", url: "http://np.com", credentials: "/x" }] }, /account\.0\.url/],
+    ["a JMAP account over http to a non-loopback host", { account: [{ name: "np", address: "k@np.com", transport: "jmap", url: "http://np.com", credentials: "/x" }] }, /account\.0\.url: plain http is only allowed for a loopback host/],
     ["an unknown transport", { account: [{ ...imap, transport: "pop3" }] }, /account\.0\.transport/],
     ["two accounts with one name", { account: [imap, imap] }, /duplicate account name zoho/],
     ["no account", { account: [] }, /account/],
@@ -22,6 +22,26 @@ describe("accounts config", () => {
     const r = parseAccountsConfig(value);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.problems.join("\n")).toMatch(problem);
+  });
+
+  it("two accounts with the same address are refused (typed duplicate-address), whatever the case", () => {
+    const r = parseAccountsConfig({ account: [imap, { ...imap, name: "zoho2", address: "kannaka@spacechild.LOVE", host: "imap2.zoho.com" }] });
+    expect(r).toMatchObject({ ok: false, issues: [{ path: "account.1.address", type: "duplicate-address", message: "the address of account zoho2 is already account zoho's" }] });
+  });
+
+  it("JMAP over plain http is accepted for a loopback host only; elsewhere a typed http-not-loopback refusal", () => {
+    const jmap = (url: string) => parseAccountsConfig({ account: [{ name: "cy", address: "k@koinii.test", transport: "jmap", url, credentials: "/x" }] });
+    for (const url of ["http://127.0.0.1:11080", "http://localhost:11080/", "http://[::1]:11080", "https://mail.np.com"]) expect(jmap(url).ok).toBe(true);
+    for (const url of ["http://np.com", "http://127.0.0.2:11080", "http://10.0.0.1"])
+      expect(jmap(url)).toMatchObject({ ok: false, issues: [{ path: "account.0.url", type: "http-not-loopback", message: "plain http is only allowed for a loopback host" }] });
+    expect(jmap("ftp://127.0.0.1")).toMatchObject({ ok: false, issues: [{ path: "account.0.url", type: "invalid" }] });
+  });
+
+  it("every problem is typed; the legacy lines are path: message", () => {
+    const r = parseAccountsConfig({ account: [{ ...imap, password: "x", tls: "none" }] });
+    expect(r).toMatchObject({ ok: false, issues: [{ path: "account.0", type: "unknown-key" }, { path: "account.0.tls", type: "tls-not-loopback" }] });
+    const t = parseAccountsConfig({ account: [{ ...imap, tls: "none" }] });
+    expect(t).toMatchObject({ ok: false, issues: [{ type: "tls-not-loopback" }], problems: ["account.0.tls: tls none is only allowed for a loopback host"] });
   });
 
   it("never echoes a secret value back in its problems", () => {

@@ -5,7 +5,7 @@
  */
 import { expect } from "vitest";
 import { groupThreads, type Closure, type Commitment, type Receipt, type Thread, type ThreadStatus } from "../../../src/agents/mail/index.js";
-import { OURS, msg, type MsgSpec } from "./fixtures.js";
+import { CTX, OURS, msg, type MsgSpec } from "./fixtures.js";
 export const NOW = "2026-09-25T12:00:00Z";
 export const at = (h: number) => `Wed, 23 Sep 2026 ${String(h).padStart(2, "0")}:00:00 +0000`;
 export const iso = (h: number) => `2026-09-23T${String(h).padStart(2, "0")}:00:00Z`;
@@ -57,14 +57,24 @@ export interface Case {
   closures?: (t: Thread) => Closure[];
   receipts?: (t: Thread) => Receipt[];
   commitments?: (t: Thread) => Commitment[];
+  /** Config `status.started_wait_days` (default 14). */
+  startedWaitDays?: number;
   state: ThreadStatus["state"];
   rule: string;
   reason?: RegExp;
+  /** The thread's outstanding commitments listed beside the state, as "us: what" / "them: what (broken)". */
+  promised?: string[];
 }
+
+/** A case's StateInput over a thread built from its messages. */
+export const inputOf = (c: Case, thread: Thread) => ({ thread, ctx: CTX, closures: c.closures?.(thread), receipts: c.receipts?.(thread), commitments: c.commitments?.(thread), startedWaitDays: c.startedWaitDays, now: NOW });
+export const promisedOf = (s: ThreadStatus): string[] => s.promised.map((p) => `${p.who_owes}: ${p.what}${p.status === "broken" ? " (broken)" : ""}`);
 
 export const theirQ: MsgSpec = { id: "a", date: at(9), body: "Can you deploy the five steps?" };
 export const ourQ: MsgSpec = { id: "b", role: "sent", inReplyTo: "a", references: "a", date: at(10), body: "Which server should I use?" };
 export const ourS: MsgSpec = { id: "b", role: "sent", inReplyTo: "a", references: "a", date: at(10), body: "Deployed, all five steps." };
+/** A message the agent sent (it carries Auto-Submitted, as everything the agent sends does) that starts a thread. */
+export const startedByUs: MsgSpec = { id: "k.new", role: "sent", date: at(10), body: "Here is the table for this week.", extra: { "Auto-Submitted": "auto-replied" } };
 export const closedAt = (h: number | null, note = "done on 09-23 by another session") => (t: Thread): Closure[] => [
   { account: "zoho", thread_id: t.id, note, covers_through: h === null ? null : iso(h), closed_at: NOW },
 ];
@@ -106,17 +116,24 @@ export const CASES: Case[] = [
   { name: "a short reply to someone else's message is not an ack", msgs: [{ id: "x", date: at(8) }, { id: "c", inReplyTo: "x", date: at(9), body: "ok" }], state: "needs_reply", rule: "theirs-unanswered" },
   { name: "a short reply with a question is not an ack", msgs: [theirQ, ourS, { id: "c", inReplyTo: "b", date: at(11), body: "Great, when?" }], state: "needs_reply", rule: "theirs-unanswered" },
   { name: "a reply of 81 own characters is not an ack", msgs: [theirQ, ourS, { id: "c", inReplyTo: "b", date: at(11), body: "x".repeat(81) }], state: "needs_reply", rule: "theirs-unanswered" },
-  // R4 we owe
-  { name: "ours is latest but we owe an outstanding commitment", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, {})], state: "needs_reply", rule: "we-owe", reason: /we owe: send the plan/ },
-  { name: "an overdue commitment is still owed and says so", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "broken" })], state: "needs_reply", rule: "we-owe", reason: /\(overdue\)/ },
-  { name: "a proposed commitment counts for nothing", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "proposed", origin: "model" })], state: "done", rule: "ours-said" },
-  { name: "a kept commitment counts for nothing", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "kept" })], state: "done", rule: "ours-said" },
-  { name: "a commitment of another thread does not apply", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { thread_id: "t:0000000000" })], state: "done", rule: "ours-said" },
+  // Commitments are listed beside the state and never decide it (M10)
+  { name: "we replied but promised in prose: done, the promise beside it", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, {})], state: "done", rule: "ours-said", promised: ["us: send the plan"] },
+  { name: "an overdue commitment of ours is listed as broken; the label stays", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "broken" })], state: "done", rule: "ours-said", promised: ["us: send the plan (broken)"] },
+  { name: "a proposed commitment is not listed", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "proposed", origin: "model" })], state: "done", rule: "ours-said", promised: [] },
+  { name: "a kept commitment is not listed", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { status: "kept" })], state: "done", rule: "ours-said", promised: [] },
+  { name: "a commitment of another thread is not listed", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { thread_id: "t:0000000000" })], state: "done", rule: "ours-said", promised: [] },
+  { name: "an outstanding promise of ours does not re-open their unanswered question", msgs: [theirQ], commitments: (t) => [commitment(t, {})], state: "needs_reply", rule: "theirs-unanswered", promised: ["us: send the plan"] },
   // R5 ours asks
   { name: "we asked and they have not answered", msgs: [theirQ, ourQ], state: "waiting_on_them", rule: "ours-asks" },
   { name: "a submitted receipt with no Sent copy counts as our message (Stalwart)", msgs: [theirQ], receipts: (t) => [receipt(t, { asks: true })], state: "waiting_on_them", rule: "ours-asks" },
-  // R6 they owe
-  { name: "they promised something and ours is latest", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { who_owes: "them", what: "send the logs" })], state: "waiting_on_them", rule: "they-owe", reason: /they owe: send the logs/ },
+  // R6 a thread the agent started
+  { name: "a message the agent sent starts a thread that waits on them", msgs: [startedByUs], receipts: (t) => [receipt(t, { message_id: "<k.new@test>", status: "delivered" })], state: "waiting_on_them", rule: "ours-started", reason: /we started this thread/ },
+  { name: "a started thread ages out after started_wait_days", msgs: [startedByUs], receipts: (t) => [receipt(t, { message_id: "<k.new@test>", status: "delivered" })], startedWaitDays: 1, state: "done", rule: "ours-said" },
+  { name: "a receipt filed under another thread id is linked by its Message-ID", msgs: [startedByUs], receipts: (t) => [receipt(t, { message_id: "<k.new@test>", thread_id: "new:vincent@example.org\nplan" })], state: "waiting_on_them", rule: "ours-started" },
+  { name: "our started thread with a follow-up of ours still waits", msgs: [startedByUs, { ...ourS, id: "k.more", inReplyTo: "k.new", references: "k.new", date: at(12), body: "Attached the second part too." }], receipts: (t) => [receipt(t, { message_id: "<k.new@test>" })], state: "waiting_on_them", rule: "ours-started" },
+  { name: "their answer to a started thread needs our reply", msgs: [startedByUs, { id: "c", inReplyTo: "k.new", references: "k.new", date: at(12), body: "Thanks. Which week is it for?" }], receipts: (t) => [receipt(t, { message_id: "<k.new@test>" })], state: "needs_reply", rule: "theirs-unanswered" },
+  { name: "a thread our mail client started (no receipt) follows the reference: a statement is done", msgs: [{ ...startedByUs, extra: undefined }], state: "done", rule: "ours-said" },
+  { name: "they promised something and ours is latest: done, their promise beside it", msgs: [theirQ, ourS], commitments: (t) => [commitment(t, { who_owes: "them", what: "send the logs" })], state: "done", rule: "ours-said", promised: ["them: send the logs"] },
   // R7 ours said
   { name: "our statement is the latest", msgs: [theirQ, ourS], state: "done", rule: "ours-said" },
   { name: "a submitted receipt with no question answers them", msgs: [theirQ], receipts: (t) => [receipt(t, {})], state: "done", rule: "ours-said" },
@@ -128,7 +145,8 @@ export const CASES: Case[] = [
   // R10 ack
   { name: "a short thanks replying to ours", msgs: [theirQ, ourS, { id: "c", inReplyTo: "b", date: at(11), body: "Thanks, works!\n\nOn Wed, Kannaka wrote:\n> Deployed?" }], state: "done", rule: "ack" },
   { name: "an ack of a receipt-only reply", msgs: [theirQ, { id: "c", inReplyTo: "k.receipt", references: "a k.receipt", date: at(16), body: "Got it, thanks." }], receipts: (t) => [receipt(t, { message_id: "<k.receipt@test>" })], state: "done", rule: "ack" },
-  { name: "an ack with an outstanding commitment by us still needs us", msgs: [theirQ, ourS, { id: "c", inReplyTo: "b", date: at(11), body: "Thanks!" }], commitments: (t) => [commitment(t, {})], state: "needs_reply", rule: "we-owe" },
+  { name: "an ack with an outstanding commitment by us is done, the promise beside it", msgs: [theirQ, ourS, { id: "c", inReplyTo: "b", date: at(11), body: "Thanks!" }], commitments: (t) => [commitment(t, {})], state: "done", rule: "ack", promised: ["us: send the plan"] },
+  { name: "'I owe you a reply' after our closing thanks is done, their promise beside it", msgs: [theirQ, { ...ourS, body: "Thanks, that settles it." }, { id: "c", inReplyTo: "b", date: at(11), body: "I owe you a reply." }], commitments: (t) => [commitment(t, { who_owes: "them", what: "owe you a reply", source: "zoho:INBOX:3" })], state: "done", rule: "ack", promised: ["them: owe you a reply"] },
   // focus and dates
   { name: "a -0000 Sent date is UTC, so our later reply stays the latest", msgs: [{ ...theirQ, date: "Thu, 24 Sep 2026 18:00:00 +0000" }, { ...ourS, date: "Thu, 24 Sep 2026 18:22:20 -0000" }], state: "done", rule: "ours-said" },
   { name: "a newer automated message does not move the focus", msgs: [theirQ, ourQ, { id: "c", inReplyTo: "b", date: at(11), extra: { "Auto-Submitted": "auto-replied" }, body: "I am out of office" }], state: "waiting_on_them", rule: "ours-asks" },

@@ -15,15 +15,16 @@ import {
   type ThreadStatus,
 } from "../../../src/agents/mail/index.js";
 import { CTX, OURS, msg, type MsgSpec } from "./fixtures.js";
-import { CASES, NOW, at, closedAt, commitment, iso, oneThread, ourQ, ourS, receipt, theirQ } from "./state-cases.js";
+import { CASES, NOW, at, closedAt, commitment, inputOf, iso, oneThread, ourQ, ourS, promisedOf, receipt, theirQ } from "./state-cases.js";
 
 
 describe("thread state: one row per rule situation (first match wins)", () => {
   it.each(CASES.map((c) => [c.name, c] as const))("%s", (_name, c) => {
     const thread = oneThread(c.msgs);
-    const s = threadStatus({ thread, ctx: CTX, closures: c.closures?.(thread), receipts: c.receipts?.(thread), commitments: c.commitments?.(thread), now: NOW });
+    const s = threadStatus(inputOf(c, thread));
     expect([s.state, s.rule]).toEqual([c.state, c.rule]);
     if (c.reason) expect(s.reason).toMatch(c.reason);
+    expect(promisedOf(s)).toEqual(c.promised ?? []);
   });
 
   it("every rule of the table is exercised by some row above", () => {
@@ -43,7 +44,7 @@ describe("the 09-25 cases", () => {
     expect(threadStatus({ ...input, closures: [closure] })).toMatchObject({ state: "done", reason: "closed: deployed by another session on 09-23" });
   });
 
-  it("'I'll send a plan' in our sent mail is owed by us, found by rules, and keeps the thread open", () => {
+  it("'I'll send a plan' in our sent mail is owed by us, found by rules, and listed beside the answered thread", () => {
     const specs: MsgSpec[] = [
       { id: "v1", from: "Victor <victor@example.org>", date: at(9), body: "Could you outline how the migration would go?" },
       { id: "v2", role: "sent", to: "Victor <victor@example.org>", inReplyTo: "v1", date: at(10), body: "Good idea. I'll send a plan by Friday." },
@@ -52,13 +53,18 @@ describe("the 09-25 cases", () => {
     const thread = groupThreads(parsed.map((p) => p.ref))[0];
     const cs = parsed.flatMap((p) => commitmentsFromMail(p, CTX, thread.id));
     expect(cs).toMatchObject([{ who_owes: "us", what: "send a plan by Friday", due: "2026-09-25", counterpart: "victor@example.org", status: "open" }]);
-    expect(threadStatus({ thread, ctx: CTX, commitments: cs, now: NOW })).toMatchObject({ state: "needs_reply", rule: "we-owe", counterpart: ["victor@example.org"] });
+    expect(threadStatus({ thread, ctx: CTX, commitments: cs, now: NOW })).toMatchObject({
+      state: "done",
+      rule: "ours-said",
+      counterpart: ["victor@example.org"],
+      promised: [{ who_owes: "us", what: "send a plan by Friday", due: "2026-09-25", status: "open" }],
+    });
   });
 });
 
 describe("status output", () => {
   it("sorts by state order then newest first, and counts per state", () => {
-    const mk = (id: string, state: ThreadStatus["state"], age: number): ThreadStatus => ({ thread_id: id, account: "zoho", state, rule: "", reason: "", focus: null, counterpart: [], subject: "", age_days: age });
+    const mk = (id: string, state: ThreadStatus["state"], age: number): ThreadStatus => ({ thread_id: id, account: "zoho", state, rule: "", reason: "", focus: null, counterpart: [], subject: "", age_days: age, promised: [] });
     const rows = sortStatuses([mk("t:1", "done", 1), mk("t:2", "needs_reply", 5), mk("t:3", "needs_reply", 0.5), mk("t:4", "ignored", 0), mk("t:5", "waiting_on_them", 2)]);
     expect(rows.map((r) => r.thread_id)).toEqual(["t:3", "t:2", "t:5", "t:1", "t:4"]);
     expect(summaryLine(rows)).toBe("5 threads: needs_reply 2 · waiting_on_them 1 · done 1 · ignored 1");

@@ -11,7 +11,7 @@ import { syncImapAccount } from "../../../src/agents/mail/imap.js";
 import { STATE_RULES, groupThreads, parseAccountsConfig, threadStatus, type ImapAccount } from "../../../src/agents/mail/index.js";
 import { Secret } from "../../../src/agents/mail/secrets.js";
 import { CTX, OURS, rawOf } from "./fixtures.js";
-import { CASES, NOW, oneThread } from "./state-cases.js";
+import { CASES, NOW, inputOf, oneThread, promisedOf } from "./state-cases.js";
 import { adminImap, ensureMailServers, freshUser, serverFlags, type MailEnv } from "./servers.js";
 
 let env: MailEnv;
@@ -51,11 +51,12 @@ describe("thread situations as real Dovecot mailboxes", () => {
     const threads = groupThreads(r.refs);
     expect(threads).toHaveLength(1);
     const thread = threads[0];
-    const s = threadStatus({ thread, ctx: CTX, closures: c.closures?.(thread), receipts: c.receipts?.(thread), commitments: c.commitments?.(thread), now: NOW });
+    const s = threadStatus(inputOf(c, thread));
     expect([s.state, s.rule]).toEqual([c.state, c.rule]);
     if (c.reason) expect(s.reason).toMatch(c.reason);
+    expect(promisedOf(s)).toEqual(c.promised ?? []);
     const local = oneThread(c.msgs);
-    const pure = threadStatus({ thread: local, ctx: CTX, closures: c.closures?.(local), receipts: c.receipts?.(local), commitments: c.commitments?.(local), now: NOW });
+    const pure = threadStatus(inputOf(c, local));
     expect({ ...s, focus: null }).toEqual({ ...pure, focus: null }); // focus anchors differ only by server uid
     // Sync read nothing as seen.
     for (const folder of new Set(c.msgs.map((m) => (m.role === "sent" ? "Sent" : "INBOX"))))
