@@ -8,6 +8,7 @@
 import { Command } from "commander";
 import { registerServeCommand } from "./serve.js";
 import { registerClientCommands } from "./client-commands.js";
+import { registerChannelCommands } from "./channel-commands.js";
 
 export type Registrar = (program: Command) => void;
 
@@ -20,6 +21,7 @@ export interface LazyRegistrar {
 export const REGISTRARS: (Registrar | LazyRegistrar)[] = [
   registerServeCommand,
   registerClientCommands,
+  registerChannelCommands,
   { commands: ["floor"], load: async () => (await import("../agents/floor/cli.js")).registerFloorCommand },
   { commands: ["responder"], load: async () => (await import("../agents/responder/cli.js")).registerResponderCommand },
   { commands: ["mail"], load: async () => (await import("../agents/mail/cli.js")).registerMailCommand },
