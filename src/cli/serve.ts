@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { openKb, DEFAULT_READ_LIMITS } from "../kb/index.js";
+import { openKb, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
@@ -44,6 +44,8 @@ interface ServeOptions {
   shutdownGraceMs: number;
   feedRetentionEvents: number;
   maxPollLimit: number;
+  quiet?: boolean;
+  progressIntervalMs: number;
   maxQuerySteps: number;
   maxResults: number;
   maxReadMs: number;
@@ -70,6 +72,8 @@ export function registerServeCommand(program: Command): void {
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
+    .option("--quiet", "no progress lines on stderr (reopening a large store)")
+    .option("--progress-interval-ms <ms>", "how often long work (reopening the store) prints a progress line on stderr", positive, DEFAULT_PROGRESS_INTERVAL_MS)
     .option("--max-query-steps <n>", "sentexes one read may examine (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxQuerySteps)
     .option("--max-results <n>", "rows one read may answer: a query is truncated, a match refused (422 too-costly)", positive, DEFAULT_READ_LIMITS.maxResults)
     .option("--max-read-ms <ms>", "time one read may run on the writer's thread (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxReadMs)
@@ -87,6 +91,7 @@ export function registerServeCommand(program: Command): void {
         contextsDir: o.contexts,
         feedRetentionEvents: o.feedRetentionEvents,
         readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
+        progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
       });
       const server = await createServer({
         kb,

@@ -16,4 +16,5 @@ export * as disputes from "./disputes.js";
 export * as adjudication from "./adjudication.js";
 export * as belief from "./belief.js";
 export * as registry from "./registry.js";
+export { ProgressMeter, progressLine, DEFAULT_PROGRESS_INTERVAL_MS, type Progress, type ProgressSink } from "./progress.js";
 export type { Dispute, DisputeState } from "./disputes.js";

@@ -31,6 +31,7 @@ import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./ter
 import { goalShape, literalShape, checkContextName } from "./sentence.js";
 import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
 import { loadContextsDir } from "./loader.js";
+import { ProgressMeter, type ProgressSink } from "./progress.js";
 
 export interface SentexRecord {
   handle: number;
@@ -117,6 +118,8 @@ export interface KbOptions {
   readLimits?: Partial<ReadLimits>;
   /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
   fsync?: FsyncFn;
+  /** Where the reopen reports its progress, and how often (none: silent). */
+  progress?: ProgressSink;
 }
 
 /** Why the KB stopped (K12). */
@@ -165,7 +168,9 @@ export class Kb {
     const store = await Store.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync });
     const engine = new Engine({ limits: opts.limits, now: opts.now });
     const meta = store.meta();
-    const rebuilt = engine.rebuild(store.rows(), meta.nextHandle, meta.headSeq);
+    const meter = new ProgressMeter("reopening the store", "sentexes", opts.progress, { total: store.rowCount() });
+    const rebuilt = engine.rebuild(counted(store.rows(), meter), meta.nextHandle, meta.headSeq);
+    meter.end();
     const kb = new Kb(engine, store, opts);
     // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
     if (rebuilt.created.length || rebuilt.removedHandles.length) {
@@ -502,6 +507,14 @@ export class Kb {
     if (this.closed) return;
     this.closed = true;
     await this.store.close();
+  }
+}
+
+/** The rows, each counted as it is read. */
+function* counted<T>(rows: Iterable<T>, meter: ProgressMeter): Iterable<T> {
+  for (const r of rows) {
+    meter.tick();
+    yield r;
   }
 }
 

@@ -171,6 +171,7 @@ export class Store {
       pruneEvents: prep(k.deleteFrom("event").where("seq", "<=", 0).compile()),
       tombstone: prep(k.selectFrom("tombstone").select(["reason", "seq"]).where("handle", "=", 0).compile()),
       allRows: prep(k.selectFrom("sentex").select(["handle", "context", "sentence", "premise", "creator", "created_at", "seq"]).orderBy("handle").compile()),
+      rowCount: prep(k.selectFrom("sentex").select((eb) => eb.fn.countAll<number>().as("n")).compile()),
       meta: prep(k.selectFrom("meta").select(["key", "value"]).compile()),
     };
   }
@@ -200,6 +201,11 @@ export class Store {
   /** Every stored row in handle order, as [handle, context, sentence, premise, creator, createdAt, seq]. */
   rows(): Iterable<RawRow> {
     return this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+  }
+
+  /** How many sentexes are stored (for the reopen's progress). */
+  rowCount(): number {
+    return (this.stmts.rowCount!.get() as { n: number }).n;
   }
 
   /** Open the turn's transaction if none is open; it commits on the next macrotask. */
