@@ -69,8 +69,13 @@ export function startPostgres(): { port: number; host: string; stop(): void } | 
   const data = join(dir, "data");
   const port = 20000 + Math.floor(Math.random() * 20000);
   const asPg = (cmd: string, args: string[]) => execFileSync("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args], { stdio: "ignore" });
-  asPg("initdb", ["-D", data, "-A", "trust", "-U", "postgres"]);
-  asPg("pg_ctl", ["-D", data, "-w", "-l", join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+  try {
+    asPg("initdb", ["-D", data, "-A", "trust", "-U", "postgres"]);
+    asPg("pg_ctl", ["-D", data, "-w", "-l", join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true }); // e.g. the random port was taken: the caller may try again
+    throw e;
+  }
   return {
     port,
     host: "127.0.0.1",
