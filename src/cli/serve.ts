@@ -1,5 +1,6 @@
 /**
- * `koinii serve`: the daemon on the embedded SQLite store in `--data`, loading contexts/ from
+ * `koinii serve`: the daemon on the embedded SQLite store in `--data` (or on PostgreSQL with
+ * `--store postgres://...`: it waits until elected the one writer, then serves), loading contexts/ from
  * the package root. Prints exactly one line on stdout, `koinii listening on http://HOST:PORT`
  * (port 0 picks a free port; the line gives the real one); logs go to stderr.
  *
@@ -10,6 +11,7 @@
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { openKb, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
+import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
@@ -31,6 +33,12 @@ export function isLoopback(host: string): boolean {
 interface ServeOptions {
   port: number;
   data: string;
+  store?: string;
+  leaseMs: number;
+  leaseRenewMs: number;
+  pgStatementTimeoutMs: number;
+  pgLockTimeoutMs: number;
+  pgIdleInTransactionMs: number;
   listen: string;
   durability: "full" | "normal";
   contexts: string;
@@ -59,6 +67,12 @@ export function registerServeCommand(program: Command): void {
     .description("run the daemon (KOINII_ADMIN_TOKEN in the environment sets the admin token)")
     .option("--port <n>", "TCP port (0 = any free port)", port, 4200)
     .option("--data <dir>", "data directory (the SQLite store lives in <dir>/koinii.db)", "./data")
+    .option("--store <url>", "postgres://... to keep the store of record in PostgreSQL instead of --data (env KOINII_STORE); the daemon serves once elected writer", process.env.KOINII_STORE)
+    .option("--lease-ms <ms>", "PostgreSQL: how long the writer lease lasts without renewal", positive, DEFAULT_PG_LIMITS.leaseMs)
+    .option("--lease-renew-ms <ms>", "PostgreSQL: how often the writer renews its lease and a waiting daemon tries to take an expired one (at most half of --lease-ms)", positive, DEFAULT_PG_LIMITS.leaseRenewMs)
+    .option("--pg-statement-timeout-ms <ms>", "PostgreSQL: statement_timeout of every session", positive, DEFAULT_PG_LIMITS.statementTimeoutMs)
+    .option("--pg-lock-timeout-ms <ms>", "PostgreSQL: lock_timeout of every session", positive, DEFAULT_PG_LIMITS.lockTimeoutMs)
+    .option("--pg-idle-in-transaction-ms <ms>", "PostgreSQL: idle_in_transaction_session_timeout of every session", positive, DEFAULT_PG_LIMITS.idleInTransactionMs)
     .option("--listen <addr>", "address to bind; non-loopback requires KOINII_ADMIN_TOKEN", "127.0.0.1")
     .addOption(new Option("--durability <mode>", "full: fsync every group commit; normal: survives a process kill, not a power loss").choices(["full", "normal"]).default("full"))
     .option("--contexts <dir>", "context files loaded at boot", join(packageRoot(), "contexts"))
@@ -85,8 +99,20 @@ export function registerServeCommand(program: Command): void {
         process.stderr.write(`koinii: refusing to bind ${o.listen} without KOINII_ADMIN_TOKEN (open mode is loopback only)\n`);
         process.exit(2);
       }
+      if (o.store !== undefined && !isPostgresUrl(o.store)) {
+        process.stderr.write(`koinii: --store takes a postgres:// URL, got ${JSON.stringify(o.store)}\n`);
+        process.exit(1);
+      }
+      const store =
+        o.store === undefined
+          ? undefined
+          : await PgStore.open({
+              url: o.store,
+              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs },
+            });
       const kb = await openKb({
         path: join(o.data, "koinii.db"),
+        store,
         durability: o.durability,
         contextsDir: o.contexts,
         feedRetentionEvents: o.feedRetentionEvents,

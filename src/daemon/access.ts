@@ -44,7 +44,7 @@ export class Access {
   static async open(kb: Kb, opts: { adminToken?: string | undefined }): Promise<Access> {
     const token = opts.adminToken?.trim() ? opts.adminToken : undefined;
     const access = new Access(kb, token === undefined ? undefined : sha256(token));
-    const rows = await kb.store.sql.selectFrom("principal").select(["id", "token_sha256"]).execute();
+    const rows = await kb.store.principals();
     for (const r of rows) access.agents.set(r.token_sha256, agentPrincipal(r.id));
     return access;
   }
@@ -122,14 +122,8 @@ export class Access {
   async issueToken(agentId: string): Promise<string> {
     const token = newAgentToken();
     const digest = sha256(token).toString("hex");
-    const old = await this.kb.store.sql.selectFrom("principal").select("token_sha256").where("id", "=", agentId).executeTakeFirst();
-    await this.kb.store.sql
-      .insertInto("principal")
-      .values({ id: agentId, token_sha256: digest })
-      .onConflict((oc) => oc.column("id").doUpdateSet({ token_sha256: digest }))
-      .execute();
-    await this.kb.store.durable(); // answered only once the digest is committed
-    if (old) this.agents.delete(old.token_sha256);
+    const old = await this.kb.store.putPrincipal(agentId, digest); // resolves once the digest is committed
+    if (old) this.agents.delete(old);
     this.agents.set(digest, agentPrincipal(agentId));
     return token;
   }

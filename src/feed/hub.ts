@@ -274,13 +274,13 @@ export class FeedHub {
     const waitMs = Math.min(req.waitMs ?? 0, this.limits.maxWaitMs);
     sub.ack(cursor);
     sub.polledAt = this.now();
-    let answer = this.collect(sub, cursor, limit);
+    let answer = await this.collect(sub, cursor, limit);
     // A log scan that stopped at maxScanEvents with nothing matched goes on after yielding
     // the event loop, so an answer without events always means "caught up" (wire.md).
     while (answer.events.length === 0 && answer.lagged === 0 && answer.cursor < sub.logUpTo) {
       await yieldTurn();
       if (this.subs.get(sub.token) !== sub) throw unknownSubscription();
-      answer = this.collect(sub, answer.cursor, limit);
+      answer = await this.collect(sub, answer.cursor, limit);
     }
     if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) {
       sub.answeredSeq = answer.cursor;
@@ -298,7 +298,7 @@ export class FeedHub {
     }
     if (reason === "dropped") throw unknownSubscription();
     sub.polledAt = this.now();
-    answer = this.collect(sub, cursor, limit);
+    answer = await this.collect(sub, cursor, limit);
     sub.answeredSeq = answer.cursor;
     return answer;
   }
@@ -353,7 +353,7 @@ export class FeedHub {
         mustYield = true;
         sub.ack(cursor);
         sub.polledAt = this.now();
-        const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
+        const answer = await this.collect(sub, cursor, this.limits.defaultPollLimit);
         let ok = true;
         if (answer.lagged > 0) ok = write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
         for (const e of answer.events) ok = write(sseFrame(e)) && ok;
@@ -488,8 +488,11 @@ export class FeedHub {
     return oldest > cursor + 1 ? Math.min(oldest - 1, upTo) - cursor : 0;
   }
 
-  /** Read what is after `cursor`: the durable log up to `logUpTo`, then the ring. */
-  private collect(sub: Subscription, cursor: number, limit: number): PollAnswer {
+  /**
+   * Read what is after `cursor`: the durable log up to `logUpTo` (an awaited read: the store
+   * may answer asynchronously, and events published meanwhile go to the ring), then the ring.
+   */
+  private async collect(sub: Subscription, cursor: number, limit: number): Promise<PollAnswer> {
     const events: WireEvent[] = [];
     let pos = cursor;
     let lagged = 0;
@@ -500,7 +503,7 @@ export class FeedHub {
       const startedMs = performance.now();
       while (pos < sub.logUpTo && events.length < limit) {
         if (scanned >= this.limits.maxScanEvents || performance.now() - startedMs > this.limits.maxScanMs) return { events, cursor: pos, lagged };
-        const batch = this.kb.readEvents(pos, Math.min(100, sub.logUpTo - pos));
+        const batch = await this.kb.readEvents(pos, Math.min(100, sub.logUpTo - pos));
         if (batch.length === 0) {
           pos = sub.logUpTo;
           break;
