@@ -11,6 +11,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { openKb } from "../kb/index.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
+import { isLoopbackBind } from "../net/loopback.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
@@ -21,10 +22,6 @@ const port = (v: string): number => {
   return Number(v);
 };
 
-/** True for 127.0.0.0/8, ::1 and localhost: the only binds allowed without an admin token. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
-}
 
 interface ServeOptions {
   port: number;
@@ -42,6 +39,9 @@ interface ServeOptions {
   shutdownGraceMs: number;
   feedRetentionEvents: number;
   maxPollLimit: number;
+  requestTimeoutMs: number;
+  maxEditEntries: number;
+  maxAtomBytes: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -63,9 +63,12 @@ export function registerServeCommand(program: Command): void {
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
+    .option("--request-timeout-ms <ms>", "a request's headers and body must arrive within this (408 request-timeout past it)", positive, DEFAULT_DAEMON_LIMITS.requestTimeoutMs)
+    .option("--max-edit-entries <n>", "most adds + removes in one edit (413 edit-too-large past it)", positive, DEFAULT_DAEMON_LIMITS.maxEditEntries)
+    .option("--max-atom-bytes <n>", "longest atom in a sentence and longest context or other name, in UTF-8 bytes (400 too-long past it)", positive, DEFAULT_DAEMON_LIMITS.maxAtomBytes)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
-      if (!isLoopback(o.listen) && !adminToken) {
+      if (!isLoopbackBind(o.listen) && !adminToken) {
         process.stderr.write(`koinii: refusing to bind ${o.listen} without KOINII_ADMIN_TOKEN (open mode is loopback only)\n`);
         process.exit(2);
       }
@@ -74,7 +77,14 @@ export function registerServeCommand(program: Command): void {
         kb,
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
-        limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
+        limits: {
+          maxBodyBytes: o.maxBodyBytes,
+          heartbeatMs: o.heartbeatMs,
+          shutdownGraceMs: o.shutdownGraceMs,
+          requestTimeoutMs: o.requestTimeoutMs,
+          maxEditEntries: o.maxEditEntries,
+          maxAtomBytes: o.maxAtomBytes,
+        },
       });
       let stopping = false;
       const stop = async (signal: string) => {
