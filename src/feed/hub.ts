@@ -230,7 +230,7 @@ export class FeedHub {
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
       const cursor = Math.max(s.ackSeq, s.answeredSeq);
-      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount };
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount + s.reportedCount };
       if (s.watch.goal !== undefined) w.goal = s.watch.goal;
       if (s.watch.context !== undefined) w.context = s.watch.context;
       out.push(w);
@@ -481,7 +481,7 @@ export class FeedHub {
         }
       }
     }
-    if (cursor < sub.lostUpTo) lagged += sub.lostCount;
+    lagged += sub.takeLost(cursor);
     const live = sub.ring.after(pos, limit - events.length);
     for (const e of live) events.push(e);
     const full = events.length === limit;
