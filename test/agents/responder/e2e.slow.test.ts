@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { type IncomingMessage, type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -167,10 +167,12 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     });
   }
 
-  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`)).body.json());
+  /** The secret the responder generated at start into <data>/ingest.secret (mode 0600), as the feeding process reads it. */
+  const auth = () => ({ authorization: `Bearer ${readFileSync(pathJoin(dir, "responder", "ingest.secret"), "utf8").trim()}` });
+  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`, { headers: auth() })).body.json());
   const ready = () => until(status, (s) => s.kb.connected === true && s.kb.catchups >= 1 && s.nats?.connected === true, "responder connected and caught up");
   const postDm = async (body: unknown) => {
-    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json", ...auth() }, body: JSON.stringify(body) });
     return { status: r.statusCode, body: (await r.body.json()) as any };
   };
   const nodeOf = async (messageId: string, asker = AGENT) =>
@@ -315,6 +317,11 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     expect(s.charter_sha256).toBe(createHash("sha256").update(readFileSync(charterPath)).digest("hex"));
     expect(s.audit.head).toBe(lastLineHash(auditPath));
     expect(s.audit.path).toBe(auditPath);
+    // The secret was generated at start into a file only the user can read, and is required.
+    expect(statSync(pathJoin(dir, "responder", "ingest.secret")).mode & 0o777).toBe(0o600);
+    expect((await request(`${responder!.url}/status`)).statusCode).toBe(401);
+    const forged = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ conversationId: "c9", messageId: "msg-forged", senderId: "someone", text: "hi" }) });
+    expect(forged.statusCode).toBe(401);
   });
 
   it("verify-audit passes on the chain produced, and fails a tampered copy at the right line", async () => {
