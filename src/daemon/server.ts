@@ -312,31 +312,37 @@ function checkEntries(body: { add: unknown[]; remove: unknown[] }, max: number):
 /**
  * Every name in a parsed request (a string field) is at most `maxBytes` UTF-8 bytes, and so
  * is every atom of a sentence field. A sentence that does not parse is left to the engine,
- * which refuses it with its own type.
+ * which refuses it with its own type. Iterative: a field the schema leaves open (`from`,
+ * `cursor`) may nest as deep as the body limit allows.
  */
-function checkLengths(value: unknown, maxBytes: number, parseLimits: terms.ParseLimits, key = ""): void {
-  if (typeof value === "string") {
-    if (SENTENCE_FIELDS.has(key)) {
-      if (value.length <= maxBytes / 3) return; // no atom of it can be over (3 bytes per UTF-16 unit at most)
-      let term: terms.Term;
-      try {
-        term = terms.parseTerm(value, parseLimits);
-      } catch {
-        return;
-      }
-      const stack: terms.Term[] = [term];
-      while (stack.length) {
-        const t = stack.pop()!;
-        if (terms.isList(t)) stack.push(...t);
-        else if (Buffer.byteLength(t) > maxBytes) throw new WireError("too-long", `${key} has an atom of ${Buffer.byteLength(t)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
-      }
-    } else if (value.length > maxBytes / 3 && Buffer.byteLength(value) > maxBytes) {
-      throw new WireError("too-long", `${key || "a value"} is ${Buffer.byteLength(value)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
+function checkLengths(root: unknown, maxBytes: number, parseLimits: terms.ParseLimits): void {
+  const stack: [unknown, string][] = [[root, ""]];
+  while (stack.length) {
+    const [value, key] = stack.pop()!;
+    if (typeof value === "string") {
+      if (value.length <= maxBytes / 3) continue; // cannot be over: 3 UTF-8 bytes per UTF-16 unit at most
+      if (SENTENCE_FIELDS.has(key)) checkAtoms(value, key, maxBytes, parseLimits);
+      else if (Buffer.byteLength(value) > maxBytes) throw new WireError("too-long", `${key || "a value"} is ${Buffer.byteLength(value)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
+    } else if (Array.isArray(value)) {
+      for (const v of value) stack.push([v, key]);
+    } else if (value !== null && typeof value === "object") {
+      for (const [k, v] of Object.entries(value)) stack.push([v, k]);
     }
-  } else if (Array.isArray(value)) {
-    for (const v of value) checkLengths(v, maxBytes, parseLimits, key);
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) checkLengths(v, maxBytes, parseLimits, k);
+  }
+}
+
+function checkAtoms(sentence: string, key: string, maxBytes: number, parseLimits: terms.ParseLimits): void {
+  let term: terms.Term;
+  try {
+    term = terms.parseTerm(sentence, parseLimits);
+  } catch {
+    return;
+  }
+  const stack: terms.Term[] = [term];
+  while (stack.length) {
+    const t = stack.pop()!;
+    if (terms.isList(t)) stack.push(...t);
+    else if (Buffer.byteLength(t) > maxBytes) throw new WireError("too-long", `${key} has an atom of ${Buffer.byteLength(t)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
   }
 }
 

@@ -114,6 +114,18 @@ describe("bounds on one request", () => {
     expect((await call(d.url, "POST", "/v1/assert", { sentence: `(p ${str(64)})`, context: cx(64) })).status).toBe(200);
   });
 
+  it("a field the schema leaves open (from, cursor) nested 100 000 deep is a typed 400, never a 500", async () => {
+    const n = 100_000;
+    for (const [path, raw] of [
+      ["/v1/watch", `{"from": ${"[".repeat(n)}${"]".repeat(n)}}`],
+      ["/v1/watch", `{"context": "CxDeep", "from": ${'{"a":'.repeat(n)}1${"}".repeat(n)}}`],
+      ["/v1/poll", `{"token": "sub_x", "cursor": ${"[".repeat(n)}${"]".repeat(n)}}`],
+    ] as const) {
+      const a = await call(d.url, "POST", path, undefined, { raw });
+      expect([path, a.status, a.body.type]).toEqual([path, 400, path === "/v1/poll" ? "unknown-subscription" : "bad-cursor"]);
+    }
+  });
+
   it("koinii serve --help names each bound with its unit", () => {
     const r = spawnSync(process.execPath, [MAIN, "serve", "--help"], { encoding: "utf8" });
     for (const flag of ["--request-timeout-ms <ms>", "--max-edit-entries <n>", "--max-atom-bytes <n>", "--max-body-bytes <n>"]) expect(r.stdout).toContain(flag);

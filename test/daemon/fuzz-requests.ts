@@ -85,6 +85,10 @@ const shaped = fc.record(
 );
 
 const deepText = fc.integer({ min: 1000, max: 20_000 }).map((n) => `{"sentence": ${"[".repeat(n)}${"]".repeat(n)}, "context": "CxFuzz"}`);
+/** Deep nesting in the fields the schemas leave open (`from`, `cursor`), as raw text. */
+const deepOpen = fc.tuple(fc.integer({ min: 1000, max: 100_000 }), fc.constantFrom("from", "cursor"), fc.boolean()).map(
+  ([n, key, arr]) => `{"token": "sub_x", "${key}": ${arr ? "[".repeat(n) + "]".repeat(n) : '{"a":'.repeat(n) + "1" + "}".repeat(n)}}`,
+);
 const dupKeys = fc.tuple(sentence, wrong).map(([s, w]) => `{"sentence": ${JSON.stringify(s)}, "context": "CxFuzz", "context": ${JSON.stringify(w) ?? "null"}, "sentence": ${JSON.stringify(s)}}`);
 const badUtf8 = fc.tuple(fc.constantFrom([0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]), sentence).map(([bytes, s]) => {
   const head = new TextEncoder().encode(`{"sentence": ${JSON.stringify(s).slice(0, -1)}`);
@@ -96,6 +100,7 @@ const bodyText = fc.oneof(
   { weight: 8, arbitrary: shaped.map((b) => JSON.stringify(b)) },
   { weight: 2, arbitrary: wrong.map((w) => JSON.stringify(w) ?? "null") },
   { weight: 1, arbitrary: deepText },
+  { weight: 1, arbitrary: deepOpen },
   { weight: 1, arbitrary: dupKeys },
   { weight: 1, arbitrary: fc.constantFrom("", "{", "{}}", "nul", "[1,]", '{"__proto__": {"x": 1}}', '{"constructor": {"prototype": {"x": 1}}}', "\ufeff{}", "NaN", "1e999") },
   { weight: 1, arbitrary: fc.string({ maxLength: 200 }) },
