@@ -40,10 +40,10 @@ interface Req {
 const L = FUZZ_LIMITS;
 const cx = (bytes: number) => "Cx" + "Z".repeat(Math.max(0, bytes - 2));
 const huge = fc.constantFrom(1e308, -1e308, -1, -0, 0, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 1.5, 4294967296, 1e-320);
-const names = fc.oneof(fc.constantFrom("CxFuzz", "?ctx", "CxRegistry", "AgentFuzz", "", " ", "Cx", "cxLower", "CxFuzz\u0000"), fc.string({ maxLength: 20 }), fc.constantFrom(cx(L.maxAtomBytes), cx(L.maxAtomBytes + 1)));
+const names = fc.oneof({ weight: 6, arbitrary: fc.constantFrom("CxFuzz", "CxFuzzTwo") }, fc.constantFrom("CxFuzz", "?ctx", "CxRegistry", "AgentFuzz", "", " ", "Cx", "cxLower", "CxFuzz\u0000"), fc.string({ maxLength: 20 }), fc.constantFrom(cx(L.maxAtomBytes), cx(L.maxAtomBytes + 1)));
 const atomAt = (bytes: number) => `"${"a".repeat(bytes - 2)}"`;
 const sentence = fc.oneof(
-  fc.integer({ min: 0, max: 5000 }).map((n) => `(fz A${n})`),
+  { weight: 6, arbitrary: fc.integer({ min: 0, max: 5000 }).map((n) => `(fz A${n})`) },
   fc.integer({ min: 0, max: 5000 }).map((n) => `(not (fz A${n}))`),
   fc.constantFrom(`(fz ${atomAt(L.maxAtomBytes)})`, `(fz ${atomAt(L.maxAtomBytes + 1)})`, "(fz ?x)", "(implies (fz ?x) (gz ?x))", "(and (fz ?x) (fz ?y))", "(unknown (fz ?x))", "(", ")", "", "(fz A) (fz B)", "(sentexHandle -1)", "(genlCx CxFuzz CxRegistry)"),
   fc.integer({ min: 60, max: 400 }).map((n) => `(p ${"(".repeat(n)}${")".repeat(n)})`),
@@ -54,9 +54,8 @@ const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: a }, {
 const handle = fc.oneof(fc.integer({ min: 1, max: 3000 }), huge, fc.constant(Number.MAX_SAFE_INTEGER));
 const entry = fc.record({ sentence: maybe(sentence), context: maybe(names), strength: fc.constantFrom("default", "monotonic", "strong", 1) }, { requiredKeys: ["sentence", "context"] });
 
-/** Route-shaped bodies: every field any route takes, with right, wrong and limit values. */
-const shaped = fc.record(
-  {
+/** Every field any route takes, with right, wrong and limit values. */
+const fields: Record<string, fc.Arbitrary<unknown>> = {
     sentence: maybe(sentence),
     goal: maybe(sentence),
     upheld: maybe(sentence),
@@ -80,9 +79,9 @@ const shaped = fc.record(
     displayName: fc.oneof(fc.string({ maxLength: 20 }), fc.constant("n".repeat(300))),
     trust: maybe(huge),
     staleTimeoutMs: maybe(huge),
-  },
-  { requiredKeys: [] },
-);
+};
+/** Bodies with any mix of fields (mostly refused: the schemas are strict). */
+const shaped = fc.record(fields, { requiredKeys: [] });
 
 const deepText = fc.integer({ min: 1000, max: 20_000 }).map((n) => `{"sentence": ${"[".repeat(n)}${"]".repeat(n)}, "context": "CxFuzz"}`);
 /** Deep nesting in the fields the schemas leave open (`from`, `cursor`), as raw text. */
@@ -115,14 +114,22 @@ const hostilePath = fc.oneof(
 export interface Route {
   method: string;
   path: string;
+  /** The body's keys and the required ones, from the OpenAPI document. */
+  keys: string[];
+  required: string[];
 }
+
+/** A body with exactly the route's keys (the required ones always), so many are accepted and writes happen. */
+const fitted = (r: Route): fc.Arbitrary<string> =>
+  fc.record(Object.fromEntries(r.keys.map((k) => [k, fields[k] ?? wrong])), { requiredKeys: r.required.filter((k) => r.keys.includes(k)) }).map((b) => JSON.stringify(b));
 
 /** One request: a real route (its path parameters filled) or a hostile path, with a hostile or route-shaped body. */
 export function requestArb(routes: Route[]): fc.Arbitrary<Req> {
   const real = fc.constantFrom(...routes).chain((r): fc.Arbitrary<Req> => {
     const path = fc.oneof(fc.constant(r.path.replace(":handle", "1")), handle.map((h) => r.path.replace(":handle", String(h))));
     if (r.method === "GET") return fc.record<Req>({ method: fc.constant("GET"), path: path.map((p) => (p === "/v1/stream" ? "/v1/stream?token=sub_nope" : p)) });
-    return fc.record<Req>({ method: fc.constant("POST"), path, body: fc.oneof({ weight: 12, arbitrary: bodyText }, { weight: 1, arbitrary: badUtf8 }), type: contentType });
+    const body = fc.oneof({ weight: 12, arbitrary: fitted(r) }, { weight: 6, arbitrary: bodyText }, { weight: 1, arbitrary: badUtf8 });
+    return fc.record<Req>({ method: fc.constant("POST"), path, body, type: contentType });
   });
   const stray = fc.record<Req>({ method: fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"), path: hostilePath, body: fc.option(bodyText, { nil: undefined }), type: contentType });
   return fc.oneof({ weight: 9, arbitrary: real }, { weight: 1, arbitrary: stray });
@@ -155,8 +162,14 @@ export interface FuzzTally {
 export async function runFuzz(d: Daemon, count: number, seed: number): Promise<FuzzTally> {
   const dispatcher = new Agent({ connections: 4, pipelining: 1 });
   const get = async (path: string) => (await fetch(d.url + path, { dispatcher })).json() as Promise<any>;
-  const doc = (await get("/openapi.json")) as { paths: Record<string, Record<string, unknown>> };
-  const routes: Route[] = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => ({ method: m.toUpperCase(), path: p.replace(/\{(\w+)\}/g, ":$1") })));
+  type Op = { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown>; required?: string[] } }> } };
+  const doc = (await get("/openapi.json")) as { paths: Record<string, Record<string, Op>> };
+  const routes: Route[] = Object.entries(doc.paths).flatMap(([p, ops]) =>
+    Object.entries(ops).map(([m, op]) => {
+      const schema = op.requestBody?.content["application/json"]?.schema;
+      return { method: m.toUpperCase(), path: p.replace(/\{(\w+)\}/g, ":$1"), keys: Object.keys(schema?.properties ?? {}), required: schema?.required ?? [] };
+    }),
+  );
   expect(routes.length).toBeGreaterThan(30);
   const arb = requestArb(routes);
   const tally: FuzzTally = { requests: 0, ok: 0, refused: {}, writes: 0, held: 0 };

@@ -20,6 +20,7 @@ describe("request fuzz (100 000)", () => {
     const t = await runFuzz(d, 100_000, 20_261_201);
     expect(t.requests).toBe(100_000);
     expect(t.held).toBeGreaterThanOrEqual(100);
+    expect(t.writes).toBeGreaterThan(100);
     process.stdout.write(`fuzz: ${JSON.stringify(t)}\n`);
   }, 3_600_000);
 });

@@ -20,5 +20,7 @@ describe("request fuzz", () => {
     expect(t.requests).toBe(3_000);
     expect(t.held).toBeGreaterThan(0);
     expect(Object.keys(t.refused).length).toBeGreaterThan(8);
+    expect(t.writes).toBeGreaterThan(0);
+    process.stdout.write(`fuzz: ${JSON.stringify(t)}\n`);
   }, 300_000);
 });
