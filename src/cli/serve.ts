@@ -15,6 +15,7 @@ import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
+import { isLoopbackBind } from "../net/loopback.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
@@ -25,10 +26,6 @@ const port = (v: string): number => {
   return Number(v);
 };
 
-/** True for 127.0.0.0/8, ::1 and localhost: the only binds allowed without an admin token. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
-}
 
 interface ServeOptions {
   port: number;
@@ -59,6 +56,9 @@ interface ServeOptions {
   maxReadMs: number;
   maxMcpSessions: number;
   mcpIdleSessionMs: number;
+  requestTimeoutMs: number;
+  maxEditEntries: number;
+  maxAtomBytes: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -93,9 +93,12 @@ export function registerServeCommand(program: Command): void {
     .option("--max-read-ms <ms>", "time one read may run on the writer's thread (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxReadMs)
     .option("--max-mcp-sessions <n>", "open MCP sessions on /mcp (429 too-many-sessions past it)", positive, DEFAULT_MCP_HTTP_LIMITS.maxSessions)
     .option("--mcp-idle-session-ms <ms>", "close an MCP session with no open request or stream for this long", positive, DEFAULT_MCP_HTTP_LIMITS.idleSessionMs)
+    .option("--request-timeout-ms <ms>", "a request's headers and body must arrive within this (408 request-timeout past it)", positive, DEFAULT_DAEMON_LIMITS.requestTimeoutMs)
+    .option("--max-edit-entries <n>", "most adds + removes in one edit (413 edit-too-large past it)", positive, DEFAULT_DAEMON_LIMITS.maxEditEntries)
+    .option("--max-atom-bytes <n>", "longest atom in a sentence and longest context or other name, in UTF-8 bytes (400 too-long past it)", positive, DEFAULT_DAEMON_LIMITS.maxAtomBytes)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
-      if (!isLoopback(o.listen) && !adminToken) {
+      if (!isLoopbackBind(o.listen) && !adminToken) {
         process.stderr.write(`koinii: refusing to bind ${o.listen} without KOINII_ADMIN_TOKEN (open mode is loopback only)\n`);
         process.exit(2);
       }
@@ -123,7 +126,14 @@ export function registerServeCommand(program: Command): void {
         kb,
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
-        limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
+        limits: {
+          maxBodyBytes: o.maxBodyBytes,
+          heartbeatMs: o.heartbeatMs,
+          shutdownGraceMs: o.shutdownGraceMs,
+          requestTimeoutMs: o.requestTimeoutMs,
+          maxEditEntries: o.maxEditEntries,
+          maxAtomBytes: o.maxAtomBytes,
+        },
         mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });
       let stopping = false;

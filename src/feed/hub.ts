@@ -253,7 +253,7 @@ export class FeedHub {
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
       const cursor = Math.max(s.ackSeq, s.answeredSeq);
-      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount, parked: s.parked, streaming: s.streaming !== undefined };
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount + s.reportedCount, parked: s.parked, streaming: s.streaming !== undefined };
       if (s.watch.goal !== undefined) w.goal = s.watch.goal;
       if (s.watch.context !== undefined) w.context = s.watch.context;
       out.push(w);
@@ -463,7 +463,7 @@ export class FeedHub {
   }
 
   private checkCursorValue(c: unknown, start: number): number {
-    if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) throw new FeedError("bad-cursor", `a cursor is a whole number (a seq), got ${JSON.stringify(c)}`);
+    if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) throw new FeedError("bad-cursor", `a cursor is a whole number (a seq), got ${shown(c)}`);
     if (c > this.published) throw new FeedError("bad-cursor", `cursor ${c} is ahead of the head seq ${this.published}`);
     if (c < start) throw new FeedError("bad-cursor", `cursor ${c} is below this subscription's start ${start}; watch with from to replay`);
     return c;
@@ -520,7 +520,7 @@ export class FeedHub {
         }
       }
     }
-    if (cursor < sub.lostUpTo) lagged += sub.lostCount;
+    lagged += sub.takeLost(cursor);
     const live = sub.ring.after(pos, limit - events.length);
     for (const e of live) events.push(e);
     const full = events.length === limit;
@@ -546,6 +546,13 @@ function sseFrame(e: WireEvent): string {
 /** A poll's answer body, built from each event's shared JSON. */
 export function pollAnswerJson(a: PollAnswer): string {
   return `{"ok":true,"events":[${a.events.map(eventJson).join(",")}],"cursor":${a.cursor},"lagged":${a.lagged}}`;
+}
+
+/** A refused value, shown short: a deep or huge one is named by its kind, never serialized whole (that overflowed the stack). */
+function shown(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return String(v);
+  return Array.isArray(v) ? "an array" : `a ${typeof v}`;
 }
 
 function unknownSubscription(): FeedError {

@@ -99,6 +99,14 @@ export class SqliteStore implements StoreOfRecord {
       tombstone: prep(k.selectFrom("tombstone").select(["reason", "seq"]).where("handle", "=", 0).compile()),
       allRows: prep(k.selectFrom("sentex").select(["handle", "context", "sentence", "premise", "creator", "created_at", "seq"]).orderBy("handle").compile()),
       rowCount: prep(k.selectFrom("sentex").select((eb) => eb.fn.countAll<number>().as("n")).compile()),
+      principalOf: prep(k.selectFrom("principal").select("token_sha256").where("id", "=", "").compile()),
+      putPrincipal: prep(
+        k
+          .insertInto("principal")
+          .values({ id: "", token_sha256: "" })
+          .onConflict((oc) => oc.column("id").doUpdateSet((eb) => ({ token_sha256: eb.ref("excluded.token_sha256") })))
+          .compile(),
+      ),
       meta: prep(k.selectFrom("meta").select(["key", "value"]).compile()),
     };
     const rows = this.stmts.meta!.all() as { key: string; value: number }[];
@@ -280,16 +288,16 @@ export class SqliteStore implements StoreOfRecord {
     return this.kysely.selectFrom("principal").select(["id", "token_sha256"]).execute();
   }
 
-  /** Written into the open group when there is one (one connection), else on its own; resolves once durable. */
+  /**
+   * Written synchronously into the turn's group, so that group's COMMIT (and, at `full`, its
+   * fsync) makes the row durable; resolves only then, with the digest it replaced.
+   */
   async putPrincipal(id: string, tokenSha256: string): Promise<string | undefined> {
-    const old = await this.kysely.selectFrom("principal").select("token_sha256").where("id", "=", id).executeTakeFirst();
-    await this.kysely
-      .insertInto("principal")
-      .values({ id, token_sha256: tokenSha256 })
-      .onConflict((oc) => oc.column("id").doUpdateSet({ token_sha256: tokenSha256 }))
-      .execute();
+    const old = (this.stmts.principalOf!.get(id) as { token_sha256: string } | undefined)?.token_sha256;
+    this.begin();
+    this.stmts.putPrincipal!.run(id, tokenSha256);
     await this.durable();
-    return old?.token_sha256;
+    return old;
   }
 
   async close(): Promise<void> {

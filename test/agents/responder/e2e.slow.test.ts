@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { request } from "undici";
@@ -93,10 +93,10 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     ]);
   }
 
-  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`)).body.json());
+  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`, { headers: responder!.auth() })).body.json());
   const ready = () => until(status, (s) => s.kb.connected === true && s.kb.catchups >= 1 && s.nats?.connected === true, "responder connected and caught up");
   const postDm = async (body: unknown) => {
-    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json", ...responder!.auth() }, body: JSON.stringify(body) });
     return { status: r.statusCode, body: (await r.body.json()) as any };
   };
   const nodeOf = async (messageId: string, asker = AGENT) =>
@@ -224,6 +224,11 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     expect(s.charter_sha256).toBe(createHash("sha256").update(readFileSync(charterPath)).digest("hex"));
     expect(s.audit.head).toBe(lastLineHash(auditPath));
     expect(s.audit.path).toBe(auditPath);
+    // The secret was generated at start into a file only the user can read, and is required.
+    expect(statSync(pathJoin(dir, "responder", "ingest.secret")).mode & 0o777).toBe(0o600);
+    expect((await request(`${responder!.url}/status`)).statusCode).toBe(401);
+    const forged = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ conversationId: "c9", messageId: "msg-forged", senderId: "someone", text: "hi" }) });
+    expect(forged.statusCode).toBe(401);
   });
 
   it("verify-audit passes on the chain produced, and fails a tampered copy at the right line", async () => {
