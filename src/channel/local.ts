@@ -136,10 +136,12 @@ export class LocalMedium implements Medium {
     return Promise.resolve(this.kb.headSeq);
   }
 
-  /** Answer parked polls and stop the hub; the KB stays the caller's to close. */
-  async close(): Promise<void> {
-    this.hub.shutdown();
-  }
+  /**
+   * Nothing to release: the KB (and the hub that lives with it) is the caller's. Several
+   * handles may share one local medium and each closes it when it leaves; subscriptions end
+   * with their own stop().
+   */
+  async close(): Promise<void> {}
 
   // ------------------------------------------------------------ disputes, adjudication, belief: the core itself
   // Same answers as the daemon's routes (src/daemon/disputes.ts); no tokens, so no access

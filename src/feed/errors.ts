@@ -9,6 +9,7 @@ export const FEED_ERROR_TYPES = [
   "bad-request",
   "too-many-subscriptions",
   "too-many-waiters",
+  "shutting-down",
 ] as const;
 
 export type FeedErrorType = (typeof FEED_ERROR_TYPES)[number];

@@ -225,6 +225,7 @@ export class FeedHub {
 
   /** Register a subscription; `from` replays the durable log after that seq. */
   watch(p: FeedPrincipal, req: WatchRequest): WatchAnswer {
+    if (this.closing) throw new FeedError("shutting-down", "the feed is shut down");
     this.reapIfDue();
     const watch: CompiledWatch = compileWatch(req, this.parseLimits);
     let start = this.published;
@@ -267,6 +268,9 @@ export class FeedHub {
    * writer). Refusals: `unknown-subscription`, `bad-cursor`, `too-many-waiters`.
    */
   async poll(p: FeedPrincipal, req: PollRequest): Promise<PollAnswer> {
+    // After shutdown a poll would answer at once with nothing, and a client that polls again
+    // at once would spin: refuse it instead (the poll loop backs off and stops).
+    if (this.closing) throw new FeedError("shutting-down", "the feed is shut down");
     this.reapIfDue();
     const sub = this.get(p, req.token);
     const cursor = this.checkCursor(sub, req.cursor);

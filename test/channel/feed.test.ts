@@ -211,3 +211,29 @@ describe("errors", () => {
     expect((e as ChannelError).problems![0]).toMatchObject({ type: "arity", in: "add", index: 1 });
   });
 });
+
+describe("the local medium's hub lives with the KB", () => {
+  it("one handle closing a shared local medium leaves the others' subscriptions delivering", async () => {
+    const r = await rig("local");
+    const a = await join(r.medium, "CxDeploy", "AgentAtlas");
+    const seen: number[] = [];
+    const sub = await subscribe(a, "(n ?x)", "CxDeploy", (ev) => void seen.push(ev.seq));
+    await r.medium.close(); // as an agent does when it leaves
+    const w = await assert(a, "(n After)");
+    await eventually(() => seen, (s) => s.length === 1);
+    expect(seen).toHaveLength(1);
+    expect(w).toBeGreaterThan(0);
+    await sub.stop();
+  });
+
+  it("a hub that was shut down refuses polls (shutting-down) instead of answering empty at once, so no poller spins", async () => {
+    const r = await rig("local");
+    const { FeedHub } = await import("../../src/feed/index.js");
+    const hub = FeedHub.attach(r.kb!);
+    const admin = { id: "admin", admin: true };
+    const w = hub.watch(admin, {});
+    hub.shutdown();
+    await expect(hub.poll(admin, { token: w.token, cursor: w.cursor })).rejects.toMatchObject({ type: "shutting-down" });
+    expect(() => hub.watch(admin, {})).toThrow(expect.objectContaining({ type: "shutting-down" }));
+  });
+});
