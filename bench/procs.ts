@@ -43,10 +43,11 @@ async function spawnServer(args: string[], re: RegExp, cleanup?: () => void): Pr
   };
 }
 
-export async function startDaemon(opts: { durability: "full" | "normal"; extra?: string[] }): Promise<Proc> {
+/** The daemon as `koinii serve` runs it; `node` adds flags for node itself (e.g. `--cpu-prof`). */
+export async function startDaemon(opts: { durability: "full" | "normal"; extra?: string[]; node?: string[] }): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), "koinii-bench-daemon-"));
   return spawnServer(
-    ["dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, "--durability", opts.durability, ...(opts.extra ?? [])],
+    [...(opts.node ?? []), "dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, "--durability", opts.durability, ...(opts.extra ?? [])],
     /koinii listening on (http:\/\/[^\s]+)/,
     () => rmSync(dir, { recursive: true, force: true }),
   );
@@ -55,15 +56,13 @@ export async function startDaemon(opts: { durability: "full" | "normal"; extra?:
 export const startBaseline = (mode: "bare" | "sqlite-full" | "sqlite-normal"): Promise<Proc> =>
   spawnServer(["dist/bench/fixtures/baseline-server.js", mode], /listening on (http:\/\/[^\s]+)/);
 
-/** A throwaway PostgreSQL cluster on a free port (initdb as the postgres user), or undefined when none is installed. */
-export function startPostgres(): { port: number; host: string; stop(): void } | undefined {
-  let bin: string;
-  try {
-    bin = execFileSync("sh", ["-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1"], { encoding: "utf8" }).trim();
-  } catch {
-    return undefined;
-  }
-  if (!bin) return undefined;
+/**
+ * A throwaway PostgreSQL cluster on a free port (initdb as the postgres user). The NOTIFY
+ * baseline is required: without an installed PostgreSQL this throws, and the run fails.
+ */
+export function startPostgres(): { port: number; host: string; stop(): void } {
+  const bin = execFileSync("sh", ["-c", "ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1"], { encoding: "utf8" }).trim();
+  if (!bin) throw new Error("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin): the NOTIFY baseline is required");
   const dir = mkdtempSync(join(tmpdir(), "koinii-bench-pg-"));
   chmodSync(dir, 0o777);
   const data = join(dir, "data");

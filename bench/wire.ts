@@ -13,18 +13,18 @@
  * run in a process of their own, timed against the same epoch clock.
  */
 import { Pool } from "undici";
-import { spawn } from "node:child_process";
 import pg from "pg";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Suite, nowNs, elapsedMs, percentile } from "./lib.js";
-import { startDaemon, startBaseline, startPostgres, type Proc } from "./procs.js";
+import { startDaemon, startBaseline, startPostgres } from "./procs.js";
+import { subscriberProcess, epochNow, waitFor, delivered, sleep, type Delivered } from "./delivery.js";
+import { loadUnderSubscribers, profileDaemonUnderLoad } from "./load.js";
 import { openKb } from "../src/kb/index.js";
 import { FeedHub } from "../src/feed/index.js";
 
 const CONTEXTS = join(process.cwd(), "contexts");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let unique = 0;
 
 interface LoadResult {
@@ -96,72 +96,11 @@ async function roundTrips(suite: Suite): Promise<void> {
 }
 
 /**
- * Subscribers in their own process (as agents are): it prints `<marker> <epochMs>` per
- * delivery; this process writes one marked sentence at a time and records when it sent it.
- */
-async function subscriberProcess(transport: "poll" | "sse" | "notify", target: string, count: number): Promise<{ lines: string[]; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["dist/bench/fixtures/subscribers.js", transport, target, String(count)], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines: string[] = [];
-  let buf = "";
-  let ready: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  child.stdout!.on("data", (d: Buffer) => {
-    buf += d.toString();
-    let i: number;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line === "ready") ready();
-      else lines.push(line);
-    }
-  });
-  await isReady;
-  return {
-    lines,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
-const epochNow = () => performance.timeOrigin + performance.now();
-
-/** Latencies from the subscriber lines against the send times. */
-function latencies(lines: string[], sentAt: Map<number, number>): number[] {
-  const out: number[] = [];
-  for (const l of lines) {
-    const [m, t] = l.split(" ");
-    const sent = sentAt.get(Number(m));
-    if (sent !== undefined) out.push(Number(t) - sent);
-  }
-  return out.sort((a, b) => a - b);
-}
-
-async function waitFor(cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond() && Date.now() < deadline) await sleep(20);
-}
-
-/**
  * Events sent (and delivered) before the timed ones, to every transport and to NOTIFY
  * alike: the first few dozen deliveries of a fresh process run cold (JIT), as the round-trip
  * load's untimed first requests do.
  */
 const WARMUP_EVENTS = 50;
-
-interface Delivered {
-  p50: number;
-  p99: number;
-  deliveries: number;
-  missing: number;
-}
-
-function delivered(lines: string[], sentAt: Map<number, number>, expected: number): Delivered {
-  const lat = latencies(lines, sentAt); // warm-up deliveries are not in sentAt
-  return { p50: percentile(lat, 50), p99: percentile(lat, 99), deliveries: lat.length, missing: expected - lat.length };
-}
 
 /** One run: a fresh daemon, `subscribers` subscriptions in their own process, marked writes 5 ms apart. */
 async function deliveryRun(transport: "poll" | "sse", subscribers: number, events: number): Promise<Delivered> {
@@ -181,7 +120,7 @@ async function deliveryRun(transport: "poll" | "sse", subscribers: number, event
   await subs.stop();
   await pool.close();
   await daemon.stop();
-  return delivered(subs.lines, sentAt, events * subscribers);
+  return delivered(`${transport} s${subscribers}`, subs.lines, sentAt, events * subscribers, subs.lagged);
 }
 
 /**
@@ -205,7 +144,7 @@ async function notifyRun(cfg: pg.ClientConfig, listeners: number, events: number
   await sleep(100);
   await subs.stop();
   await sender.end();
-  return delivered(subs.lines, sentAt, events * listeners);
+  return delivered(`notify${withWrite ? "+write" : ""} s${listeners}`, subs.lines, sentAt, events * listeners);
 }
 
 /**
@@ -215,39 +154,35 @@ async function notifyRun(cfg: pg.ClientConfig, listeners: number, events: number
 const DELIVERY_RUNS = 3;
 
 async function deliveries(suite: Suite): Promise<void> {
-  const server = startPostgres();
-  if (!server) console.log("  PostgreSQL not installed: no NOTIFY baseline");
+  const server = startPostgres(); // required: it throws when PostgreSQL cannot be started
   const runs = new Map<string, Delivered[]>();
   const keep = (name: string, d: Delivered) => runs.set(name, [...(runs.get(name) ?? []), d]);
   try {
-    const cfg = server ? { host: server.host, port: server.port, user: "postgres", database: "postgres" } : undefined;
+    const cfg = { host: server.host, port: server.port, user: "postgres", database: "postgres" };
     for (let r = 0; r < DELIVERY_RUNS; r++) {
       for (const s of [1, 64]) {
-        if (cfg) keep(`notify_s${s}`, await notifyRun(cfg, s, 300));
-        if (cfg && s === 64) keep(`notify_write_s${s}`, await notifyRun(cfg, s, 300, true));
+        keep(`notify_s${s}`, await notifyRun(cfg, s, 300));
+        if (s === 64) keep(`notify_write_s${s}`, await notifyRun(cfg, s, 300, true));
         keep(`delivery_poll_s${s}`, await deliveryRun("poll", s, 300));
         keep(`delivery_sse_s${s}`, await deliveryRun("sse", s, 300));
       }
     }
   } finally {
-    server?.stop();
+    server.stop();
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   for (const [name, ds] of runs) {
-    const missing = ds.reduce((n, d) => n + d.missing, 0);
     const each = (k: "p50" | "p99") => ds.map((d) => d[k].toFixed(2)).join(", ");
-    suite.add(`${name}_p50`, { value: median(ds.map((d) => d.p50)), unit: "ms", note: `median of ${ds.length} runs (${each("p50")}), ${ds[0]!.deliveries} deliveries each${missing ? `, ${missing} missing` : ""}` });
+    suite.add(`${name}_p50`, { value: median(ds.map((d) => d.p50)), unit: "ms", note: `median of ${ds.length} runs (${each("p50")}), ${ds[0]!.deliveries} deliveries each` });
     suite.add(`${name}_p99`, { value: median(ds.map((d) => d.p99)), unit: "ms", note: `median of ${ds.length} runs (${each("p99")})` });
   }
   for (const t of ["poll", "sse"] as const) {
     const f = suite.figures[`delivery_${t}_s64_p50`]!;
     const g = suite.figures[`delivery_${t}_s64_p99`]!;
-    f.target = "value <= 2" + (server ? " and <= notify_s64_p50" : "");
-    f.met = f.value <= 2 && (!server || f.value <= suite.figures["notify_s64_p50"]!.value);
-    if (server) {
-      f.baseline = "notify_s64_p50";
-      f.ratio = suite.figures["notify_s64_p50"]!.value / f.value;
-    }
+    f.target = "value <= 2 and <= notify_s64_p50";
+    f.met = f.value <= 2 && f.value <= suite.figures["notify_s64_p50"]!.value;
+    f.baseline = "notify_s64_p50";
+    f.ratio = suite.figures["notify_s64_p50"]!.value / f.value;
     g.target = "value <= 10";
     g.met = g.value <= 10;
   }
@@ -305,13 +240,15 @@ async function perAssertCost(suite: Suite): Promise<void> {
   }
 }
 
-/** `KOINII_BENCH_PARTS=delivery,cost` runs only those parts (roundtrips, delivery, cost); all by default. */
-const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "roundtrips,delivery,cost").split(","));
+/** `KOINII_BENCH_PARTS=delivery,cost` runs only those parts (roundtrips, delivery, cost, load, profile); all but profile by default. */
+const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "roundtrips,delivery,cost,load").split(","));
 
 export async function run(): Promise<void> {
   const suite = new Suite("wire");
   if (parts.has("roundtrips")) await roundTrips(suite);
   if (parts.has("delivery")) await deliveries(suite);
   if (parts.has("cost")) await perAssertCost(suite);
+  if (parts.has("load")) await loadUnderSubscribers(suite);
+  if (parts.has("profile")) await profileDaemonUnderLoad();
   suite.write();
 }
