@@ -186,6 +186,10 @@ async function deliveries(suite: Suite): Promise<void> {
     g.target = "value <= 10";
     g.met = g.value <= 10;
   }
+  // Issue 18's like-for-like targets: SSE no slower than a PostgreSQL write + NOTIFY in one
+  // transaction; long poll within 1.5x of SSE.
+  suite.compare("delivery_sse_s64_p50_vs_notify_write", suite.figures["delivery_sse_s64_p50"]!.value, "ms", "notify_write_s64_p50", { higherIsBetter: false, minRatio: 1 });
+  suite.compare("delivery_poll_s64_p50_vs_sse", suite.figures["delivery_poll_s64_p50"]!.value, "ms", "delivery_sse_s64_p50", { higherIsBetter: false, minRatio: 1 / 1.5, note: "ratio >= 0.67 means within 1.5x of SSE" });
 }
 
 /** Per-assert cost in-process (awaited, durability normal) with 0 or 64 subscriptions. */

@@ -14,9 +14,12 @@
  *   BEGIN, COMMIT    Store.begin, Store.commit
  *
  * The rest of the wall time is the await, the turn that closes the group and the loop.
+ * Besides, what a commit writes: WAL pages appended per single assert, against a raw
+ * single-row insert commit (the kb bench's baseline row) in the same mode.
  */
 import { Session } from "node:inspector/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openKb, type Kb } from "../src/kb/index.js";
@@ -66,6 +69,38 @@ async function profiled(label: string, entries: number, body: (kb: Kb) => Promis
 
 let generation = 0;
 
+/** WAL frames (page + 24-byte header) appended per commit over `n` commits, after 50 untimed ones. */
+async function walPages(wal: string, pageSize: number, n: number, commit: (i: number) => Promise<void> | void): Promise<number> {
+  for (let i = 0; i < 50; i++) await commit(i);
+  const before = statSync(wal).size;
+  for (let i = 50; i < 50 + n; i++) await commit(i);
+  return (statSync(wal).size - before) / (pageSize + 24) / n;
+}
+
+async function pagesPerCommit(suite: Suite): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "koinii-bench-wal-"));
+  try {
+    const raw = new Database(join(dir, "raw.db"));
+    raw.pragma("journal_mode = WAL");
+    raw.pragma("synchronous = NORMAL");
+    raw.pragma("wal_autocheckpoint = 0");
+    raw.exec("CREATE TABLE sentex (handle INTEGER PRIMARY KEY, context TEXT NOT NULL, sentence TEXT NOT NULL, premise INTEGER NOT NULL, creator TEXT, created_at INTEGER NOT NULL, seq INTEGER NOT NULL)");
+    const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
+    const rawPages = await walPages(join(dir, "raw.db-wal"), raw.pragma("page_size", { simple: true }) as number, 100, (i) => void ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), i + 1));
+    raw.close();
+    const kb = await openKb({ path: join(dir, "kb.db"), durability: "normal" });
+    const probe = new Database(join(dir, "kb.db"), { readonly: true });
+    const pageSize = probe.pragma("page_size", { simple: true }) as number;
+    probe.close();
+    const ours = await walPages(join(dir, "kb.db-wal"), pageSize, 100, async (i) => void (await kb.assert(`(rel E${i} V${i})`, "CxBench", { creator: "AgentBench" })));
+    await kb.close();
+    suite.add("raw_single_row_commit.wal_pages", { value: rawPages, unit: "pages" });
+    suite.compare("assert.wal_pages", ours, "pages", "raw_single_row_commit.wal_pages", { higherIsBetter: false, note: "WAL frames appended per commit (100 commits, below the autocheckpoint); fewer is better" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function run(): Promise<void> {
   const suite = new Suite("writepath");
   const N = 20_000;
@@ -83,5 +118,6 @@ export async function run(): Promise<void> {
       await kb.edit({ add });
     }
   }, suite);
+  await pagesPerCommit(suite);
   suite.write();
 }
