@@ -1,6 +1,7 @@
-/** Child processes for benchmarks: the real daemon, baseline servers, a throwaway PostgreSQL. */
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, chmodSync } from "node:fs";
+/** Child processes for benchmarks: the real daemon, baseline servers, a database on the provisioned PostgreSQL. */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import pg from "pg";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -57,27 +58,27 @@ export const startBaseline = (mode: "bare" | "sqlite-full" | "sqlite-normal"): P
   spawnServer(["dist/bench/fixtures/baseline-server.js", mode], /listening on (http:\/\/[^\s]+)/);
 
 /**
- * A throwaway PostgreSQL cluster on a free port (initdb as the postgres user). The NOTIFY
- * baseline is required: without an installed PostgreSQL this throws, and the run fails.
+ * A fresh database on the provisioned PostgreSQL cluster (scripts/provision.sh postgres, the
+ * same cluster the tests use; installed or started if need be, else the bench stops with the
+ * line naming what to run), dropped again by stop().
  */
-export function startPostgres(): { port: number; host: string; stop(): void } {
-  const bin = execFileSync("sh", ["-c", "ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1"], { encoding: "utf8" }).trim();
-  if (!bin) throw new Error("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin): the NOTIFY baseline is required");
-  const dir = mkdtempSync(join(tmpdir(), "koinii-bench-pg-"));
-  chmodSync(dir, 0o777);
-  const data = join(dir, "data");
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const asPg = (cmd: string, args: string[]) => execFileSync("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args], { stdio: "ignore" });
-  asPg("initdb", ["-D", data, "-A", "trust", "-U", "postgres"]);
-  asPg("pg_ctl", ["-D", data, "-w", "-l", join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+export async function startPostgres(): Promise<{ config: pg.ClientConfig; stop(): Promise<void> }> {
+  const r = spawnSync("bash", ["scripts/provision.sh", "postgres"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const url = /^KOINII_TEST_PG_URL=(.*)$/m.exec(r.stdout ?? "")?.[1];
+  if (r.status !== 0 || !url) throw new Error(`scripts/provision.sh postgres failed (exit ${r.status ?? r.signal})`);
+  const db = `koinii_bench_${process.pid}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${db}`);
+  await admin.query(`CREATE DATABASE ${db}`);
+  const config = { connectionString: url.replace(/\/[^/]*$/, `/${db}`) };
   return {
-    port,
-    host: "127.0.0.1",
-    stop: () => {
+    config,
+    stop: async () => {
       try {
-        asPg("pg_ctl", ["-D", data, "-m", "fast", "stop"]);
+        await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
       } finally {
-        rmSync(dir, { recursive: true, force: true });
+        await admin.end();
       }
     },
   };

@@ -5,7 +5,7 @@
  *   clients, in both durability modes, against a bare fastify route and a fastify route
  *   doing one raw SQLite insert (one commit) per request;
  * - write-to-subscriber latency over long poll and SSE (p50/p99) with 1 and 64 subscribers,
- *   against PostgreSQL LISTEN/NOTIFY on a throwaway local cluster;
+ *   against PostgreSQL LISTEN/NOTIFY on a fresh database in the provisioned cluster (scripts/provision.sh);
  * - per-assert cost with 0 and 64 subscribers at 10^4 and 10^6 stored sentexes.
  *
  * Servers run as child processes (the daemon exactly as `koinii serve` runs it); the load
@@ -154,21 +154,20 @@ async function notifyRun(cfg: pg.ClientConfig, listeners: number, events: number
 const DELIVERY_RUNS = 3;
 
 async function deliveries(suite: Suite): Promise<void> {
-  const server = startPostgres(); // required: it throws when PostgreSQL cannot be started
+  const server = await startPostgres(); // required: the run fails when PostgreSQL cannot be provisioned
   const runs = new Map<string, Delivered[]>();
   const keep = (name: string, d: Delivered) => runs.set(name, [...(runs.get(name) ?? []), d]);
   try {
-    const cfg = { host: server.host, port: server.port, user: "postgres", database: "postgres" };
     for (let r = 0; r < DELIVERY_RUNS; r++) {
       for (const s of [1, 64]) {
-        keep(`notify_s${s}`, await notifyRun(cfg, s, 300));
-        if (s === 64) keep(`notify_write_s${s}`, await notifyRun(cfg, s, 300, true));
+        keep(`notify_s${s}`, await notifyRun(server.config, s, 300));
+        if (s === 64) keep(`notify_write_s${s}`, await notifyRun(server.config, s, 300, true));
         keep(`delivery_poll_s${s}`, await deliveryRun("poll", s, 300));
         keep(`delivery_sse_s${s}`, await deliveryRun("sse", s, 300));
       }
     }
   } finally {
-    server.stop();
+    await server.stop();
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   for (const [name, ds] of runs) {

@@ -1,6 +1,27 @@
-import { execFileSync } from "node:child_process";
+import { spawnSync, execFileSync } from "node:child_process";
 
-// Integration tests spawn the real daemon and agents from dist/: build once before any suite.
+/**
+ * Before any test: bring up every real server the suite needs (scripts/provision.sh: nats,
+ * the mail servers, PostgreSQL, Chromium), the same way with or without CI, and hand their
+ * addresses to the tests through the environment; then build dist/ once, because
+ * integration tests spawn the real daemon and agent processes from it.
+ */
 export default function setup(): void {
+  provision();
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], { stdio: "inherit" });
+}
+
+function provision(): void {
+  const r = spawnSync("bash", ["scripts/provision.sh"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  process.stderr.write(r.stderr ?? "");
+  if (r.status !== 0) {
+    // The script's last line (already printed above) names the command to run: stop here,
+    // before any test, without a stack trace burying it.
+    if (!r.stderr?.trim()) process.stderr.write(`scripts/provision.sh exited ${r.status ?? r.signal}\n`);
+    process.exit(1);
+  }
+  for (const l of r.stdout.split("\n")) {
+    const m = /^(KOINII_[A-Z0-9_]+)=(.*)$/.exec(l);
+    if (m) process.env[m[1]!] = m[2]!;
+  }
 }

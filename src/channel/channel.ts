@@ -8,7 +8,8 @@
  *   const q = await poseQuery(h, "(usesDatabase ProdCluster ?db)");
  *   const a = await answer(h2, str("Postgres 16"), q);
  */
-import { terms, isContextName } from "../kb/index.js";
+import * as terms from "../kb/term.js";
+import { isContextName } from "../kb/sentence.js";
 import { ChannelError } from "./errors.js";
 import { contextFor, isAgentId, SPEECH_ACTS_CONTEXT, UNIVERSE_CONTEXT, CORE_CONTEXT } from "./names.js";
 import type { Medium, AgentId, ContextName, Handle, SentexRecord, EditAnswer, Strength, AddEntry } from "./medium.js";

@@ -6,7 +6,7 @@
  *   try { await answer(h, str("Postgres 16"), q); }
  *   catch (e) { if (isChannelError(e) && e.type === "dangling-target") ... }
  */
-import { isKbError, type Problem } from "../kb/index.js";
+import { isKbError, type Problem } from "../kb/errors.js";
 
 /** Types the channel itself answers (every other type is the daemon's or the engine's, see wire.md "Errors"). */
 export const CHANNEL_ERROR_TYPES = [

@@ -9,7 +9,7 @@
  *   const { token } = await registerAgent(admin, "AgentAtlas", { displayName: "Atlas" });
  *   const h = await join(wire({ url, token }), "CxDeploy", "AgentAtlas");
  */
-import { terms } from "../kb/index.js";
+import * as terms from "../kb/term.js";
 import { ChannelError } from "./errors.js";
 import { REGISTRY_CONTEXT } from "./names.js";
 import type { Medium, AgentId, AgentRegistration, AgentInfo, EditAnswer } from "./medium.js";

@@ -2,33 +2,7 @@
  * The channel library's public surface (issue 5; seed: koinii-channel-api): media, moves,
  * reads, claims, identity, subscriptions and catch-up. Every call is async and takes the
  * agent handle first; everything above the Medium runs the same over `wire` and `local`.
+ * The wire-only part is ./client.ts (no engine); `local` runs the engine in-process.
  */
-export { wire, WireMedium, DEFAULT_TIMEOUT_MS, MAX_WAIT_MS } from "./wire.js";
-export type { WireConnection } from "./wire.js";
+export * from "./client.js";
 export { local, LocalMedium } from "./local.js";
-export type {
-  Medium, Handle, Seq, ContextName, AgentId, SentexRecord, RemovedEntry, Problem, Strength, FeedEvent, FeedAdded, FeedRemoved,
-  AddEntry, EditBatch, AssertAnswer, EditAnswer, QueryAnswer, WatchSpec, FeedOpenAnswer, FeedPollOptions, FeedPollAnswer,
-  AgentRegistration, AgentInfo, SubscribeOptions, EventCallback, Subscription,
-  DisputeMedium, Dispute, DisputeState, ClashSide, RulingAnswer, WhoRuled, Tally, MajorityOutcome, BeliefAnswer, Disagreement,
-} from "./medium.js";
-export { ChannelError, isChannelError, CHANNEL_ERROR_TYPES } from "./errors.js";
-export type { ChannelErrorType } from "./errors.js";
-export { contextFor, isAgentId, str, REGISTRY_CONTEXT, SPEECH_ACTS_CONTEXT, DISPUTES_CONTEXT } from "./names.js";
-export {
-  join, assert, poseQuery, answer, endorse, justify, notUnderstood, refuse, vote, dispute, negationOf, retract, replyMany,
-  speakerOf, answerContent, answersTo, endorsementsOf, query, coneOf, openQueries, claim, release, claimOf,
-} from "./channel.js";
-export type { AgentHandle, OpenQuery, ClaimStatus } from "./channel.js";
-export { registerAgent, agents, setTrust, setDisplayName, trustOf, displayNameOf } from "./identity.js";
-export { subscribe, unsubscribe } from "./subscribe.js";
-export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES, TRANSIENT_TYPES } from "./pollloop.js";
-export { DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
-export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC } from "./catchup.js";
-export type { Consumer, CursorStore, CursorPosition, SyncOptions, SyncResult, ResnapshotReason } from "./catchup.js";
-export {
-  disputesIn, disputed, disputeState, notifyDisputes, sweepStale, reopenDispute, rule, withdrawRulings, standingRulings, whoRuled,
-  tally, resolveByMajority, contestedPremises, restsOnContested, quarantine, unquarantine, quarantined, believes, convene,
-  disagreements, disregard, restore, disregards, watchDisputes,
-} from "./disputes.js";
-export type { DisputeChange, DisputeWatch } from "./disputes.js";

@@ -4,16 +4,17 @@
  * prints its JSON on stderr and exits 1.
  */
 import { type Command, InvalidArgumentError } from "commander";
+import { getGlobalDispatcher } from "undici";
 import { WireClient, WireClientError } from "./client.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:4200";
 
-interface ConnOptions {
+export interface ConnOptions {
   url: string;
   token?: string;
 }
 
-function withConn(cmd: Command): Command {
+export function withConn(cmd: Command): Command {
   return cmd
     .option("--url <url>", "the daemon's base URL (env KOINII_URL)", process.env.KOINII_URL ?? DEFAULT_URL)
     .option("--token <token>", "bearer token (env KOINII_TOKEN)", process.env.KOINII_TOKEN);
@@ -24,9 +25,11 @@ export function parseWhole(value: string): number {
   return Number(value);
 }
 
-async function run(fn: () => Promise<void>): Promise<void> {
+export async function run(fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
+    // One command per process: drop the kept-alive connections, or they hold it open for seconds.
+    await getGlobalDispatcher().close();
   } catch (e) {
     if (e instanceof WireClientError) process.stderr.write(JSON.stringify(e.body ?? { ok: false, type: e.type, error: e.message }) + "\n");
     else process.stderr.write(`koinii: ${e instanceof Error ? e.message : String(e)}\n`);
@@ -34,7 +37,7 @@ async function run(fn: () => Promise<void>): Promise<void> {
   }
 }
 
-const print = (v: unknown): void => {
+export const print = (v: unknown): void => {
   process.stdout.write(JSON.stringify(v) + "\n");
 };
 

@@ -9,6 +9,7 @@ import { Command } from "commander";
 import { registerServeCommand } from "./serve.js";
 import { registerClientCommands } from "./client-commands.js";
 import { registerConsoleCommand } from "./console.js";
+import { registerChannelCommands } from "./channel-commands.js";
 
 export type Registrar = (program: Command) => void;
 
@@ -22,6 +23,7 @@ export const REGISTRARS: (Registrar | LazyRegistrar)[] = [
   registerServeCommand,
   registerClientCommands,
   registerConsoleCommand,
+  registerChannelCommands,
   { commands: ["floor"], load: async () => (await import("../agents/floor/cli.js")).registerFloorCommand },
   { commands: ["responder"], load: async () => (await import("../agents/responder/cli.js")).registerResponderCommand },
   { commands: ["mail"], load: async () => (await import("../agents/mail/cli.js")).registerMailCommand },

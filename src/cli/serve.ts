@@ -1,5 +1,6 @@
 /**
- * `koinii serve`: the daemon on the embedded SQLite store in `--data`, loading contexts/ from
+ * `koinii serve`: the daemon on the embedded SQLite store in `--data` (or on PostgreSQL with
+ * `--store postgres://...`: it waits until elected the one writer, then serves), loading contexts/ from
  * the package root. Prints exactly one line on stdout, `koinii listening on http://HOST:PORT`
  * (port 0 picks a free port; the line gives the real one); logs go to stderr.
  *
@@ -9,10 +10,12 @@
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { openKb, DEFAULT_READ_LIMITS } from "../kb/index.js";
+import { openKb, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
+import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
+import { isLoopbackBind } from "../net/loopback.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
@@ -23,14 +26,16 @@ const port = (v: string): number => {
   return Number(v);
 };
 
-/** True for 127.0.0.0/8, ::1 and localhost: the only binds allowed without an admin token. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
-}
 
 interface ServeOptions {
   port: number;
   data: string;
+  store?: string;
+  leaseMs: number;
+  leaseRenewMs: number;
+  pgStatementTimeoutMs: number;
+  pgLockTimeoutMs: number;
+  pgIdleInTransactionMs: number;
   listen: string;
   durability: "full" | "normal";
   contexts: string;
@@ -44,11 +49,16 @@ interface ServeOptions {
   shutdownGraceMs: number;
   feedRetentionEvents: number;
   maxPollLimit: number;
+  quiet?: boolean;
+  progressIntervalMs: number;
   maxQuerySteps: number;
   maxResults: number;
   maxReadMs: number;
   maxMcpSessions: number;
   mcpIdleSessionMs: number;
+  requestTimeoutMs: number;
+  maxEditEntries: number;
+  maxAtomBytes: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -57,6 +67,12 @@ export function registerServeCommand(program: Command): void {
     .description("run the daemon (KOINII_ADMIN_TOKEN in the environment sets the admin token)")
     .option("--port <n>", "TCP port (0 = any free port)", port, 4200)
     .option("--data <dir>", "data directory (the SQLite store lives in <dir>/koinii.db)", "./data")
+    .option("--store <url>", "postgres://... to keep the store of record in PostgreSQL instead of --data (env KOINII_STORE); the daemon serves once elected writer", process.env.KOINII_STORE)
+    .option("--lease-ms <ms>", "PostgreSQL: how long the writer lease lasts without renewal", positive, DEFAULT_PG_LIMITS.leaseMs)
+    .option("--lease-renew-ms <ms>", "PostgreSQL: how often the writer renews its lease and a waiting daemon tries to take an expired one (at most half of --lease-ms)", positive, DEFAULT_PG_LIMITS.leaseRenewMs)
+    .option("--pg-statement-timeout-ms <ms>", "PostgreSQL: statement_timeout of every session", positive, DEFAULT_PG_LIMITS.statementTimeoutMs)
+    .option("--pg-lock-timeout-ms <ms>", "PostgreSQL: lock_timeout of every session", positive, DEFAULT_PG_LIMITS.lockTimeoutMs)
+    .option("--pg-idle-in-transaction-ms <ms>", "PostgreSQL: idle_in_transaction_session_timeout of every session", positive, DEFAULT_PG_LIMITS.idleInTransactionMs)
     .option("--listen <addr>", "address to bind; non-loopback requires KOINII_ADMIN_TOKEN", "127.0.0.1")
     .addOption(new Option("--durability <mode>", "full: fsync every group commit; normal: survives a process kill, not a power loss").choices(["full", "normal"]).default("full"))
     .option("--contexts <dir>", "context files loaded at boot", join(packageRoot(), "contexts"))
@@ -70,29 +86,54 @@ export function registerServeCommand(program: Command): void {
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
+    .option("--quiet", "no progress lines on stderr (reopening a large store)")
+    .option("--progress-interval-ms <ms>", "how often long work (reopening the store) prints a progress line on stderr", positive, DEFAULT_PROGRESS_INTERVAL_MS)
     .option("--max-query-steps <n>", "sentexes one read may examine (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxQuerySteps)
     .option("--max-results <n>", "rows one read may answer: a query is truncated, a match refused (422 too-costly)", positive, DEFAULT_READ_LIMITS.maxResults)
     .option("--max-read-ms <ms>", "time one read may run on the writer's thread (422 too-costly past it)", positive, DEFAULT_READ_LIMITS.maxReadMs)
     .option("--max-mcp-sessions <n>", "open MCP sessions on /mcp (429 too-many-sessions past it)", positive, DEFAULT_MCP_HTTP_LIMITS.maxSessions)
     .option("--mcp-idle-session-ms <ms>", "close an MCP session with no open request or stream for this long", positive, DEFAULT_MCP_HTTP_LIMITS.idleSessionMs)
+    .option("--request-timeout-ms <ms>", "a request's headers and body must arrive within this (408 request-timeout past it)", positive, DEFAULT_DAEMON_LIMITS.requestTimeoutMs)
+    .option("--max-edit-entries <n>", "most adds + removes in one edit (413 edit-too-large past it)", positive, DEFAULT_DAEMON_LIMITS.maxEditEntries)
+    .option("--max-atom-bytes <n>", "longest atom in a sentence and longest context or other name, in UTF-8 bytes (400 too-long past it)", positive, DEFAULT_DAEMON_LIMITS.maxAtomBytes)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
-      if (!isLoopback(o.listen) && !adminToken) {
+      if (!isLoopbackBind(o.listen) && !adminToken) {
         process.stderr.write(`koinii: refusing to bind ${o.listen} without KOINII_ADMIN_TOKEN (open mode is loopback only)\n`);
         process.exit(2);
       }
+      if (o.store !== undefined && !isPostgresUrl(o.store)) {
+        process.stderr.write(`koinii: --store takes a postgres:// URL, got ${JSON.stringify(o.store)}\n`);
+        process.exit(1);
+      }
+      const store =
+        o.store === undefined
+          ? undefined
+          : await PgStore.open({
+              url: o.store,
+              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs },
+            });
       const kb = await openKb({
         path: join(o.data, "koinii.db"),
+        store,
         durability: o.durability,
         contextsDir: o.contexts,
         feedRetentionEvents: o.feedRetentionEvents,
         readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
+        progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
       });
       const server = await createServer({
         kb,
         adminToken,
         feed: { maxSubscriptions: o.maxSubscriptions, maxParked: o.maxParked, maxEvents: o.maxEvents, maxWaitMs: o.maxWaitMs, idleReapMs: o.idleReapMs, maxPollLimit: o.maxPollLimit },
-        limits: { maxBodyBytes: o.maxBodyBytes, heartbeatMs: o.heartbeatMs, shutdownGraceMs: o.shutdownGraceMs },
+        limits: {
+          maxBodyBytes: o.maxBodyBytes,
+          heartbeatMs: o.heartbeatMs,
+          shutdownGraceMs: o.shutdownGraceMs,
+          requestTimeoutMs: o.requestTimeoutMs,
+          maxEditEntries: o.maxEditEntries,
+          maxAtomBytes: o.maxAtomBytes,
+        },
         mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });
       let stopping = false;

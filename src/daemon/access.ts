@@ -34,6 +34,10 @@ export const newAgentToken = (): string => "kat_" + randomBytes(32).toString("ba
 export class Access {
   /** Agent principals by the hex sha256 of their token. */
   private readonly agents = new Map<string, Principal>();
+  /** Each agent's one live token digest: the inverse of `agents`, so a rotation revokes exactly the token it replaces. */
+  private readonly digestOf = new Map<string, string>();
+  /** Issues run one at a time, in call order: the last one answered is the one stored and the one that works. */
+  private issuing: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly kb: Kb,
@@ -44,8 +48,8 @@ export class Access {
   static async open(kb: Kb, opts: { adminToken?: string | undefined }): Promise<Access> {
     const token = opts.adminToken?.trim() ? opts.adminToken : undefined;
     const access = new Access(kb, token === undefined ? undefined : sha256(token));
-    const rows = await kb.store.sql.selectFrom("principal").select(["id", "token_sha256"]).execute();
-    for (const r of rows) access.agents.set(r.token_sha256, agentPrincipal(r.id));
+    const rows = await kb.store.principals();
+    for (const r of rows) access.remember(r.id, r.token_sha256);
     return access;
   }
 
@@ -116,22 +120,29 @@ export class Access {
   }
 
   /**
-   * Issue (or rotate) an agent's token: stores only its sha256. The previous token of the
-   * same agent stops working at once.
+   * Issue (or rotate) an agent's token: stores only its sha256. Answered only once the row
+   * is durable: it is written inside the store's group transaction, so the group's COMMIT
+   * (and, at `full`, its fsync) covers it. The new token works, and the previous one stops,
+   * at that moment. Concurrent issues for one agent run one after another, so exactly one
+   * token (the last issued) is left working, in memory and in the store alike.
    */
-  async issueToken(agentId: string): Promise<string> {
-    const token = newAgentToken();
-    const digest = sha256(token).toString("hex");
-    const old = await this.kb.store.sql.selectFrom("principal").select("token_sha256").where("id", "=", agentId).executeTakeFirst();
-    await this.kb.store.sql
-      .insertInto("principal")
-      .values({ id: agentId, token_sha256: digest })
-      .onConflict((oc) => oc.column("id").doUpdateSet({ token_sha256: digest }))
-      .execute();
-    await this.kb.store.durable(); // answered only once the digest is committed
-    if (old) this.agents.delete(old.token_sha256);
+  issueToken(agentId: string): Promise<string> {
+    const next = this.issuing.then(async () => {
+      const token = newAgentToken();
+      const digest = sha256(token).toString("hex");
+      await this.kb.store.putPrincipal(agentId, digest); // resolves once the group holding the row is durable
+      this.remember(agentId, digest);
+      return token;
+    });
+    this.issuing = next.catch(() => undefined);
+    return next;
+  }
+
+  private remember(agentId: string, digest: string): void {
+    const old = this.digestOf.get(agentId);
+    if (old !== undefined) this.agents.delete(old);
+    this.digestOf.set(agentId, digest);
     this.agents.set(digest, agentPrincipal(agentId));
-    return token;
   }
 }
 

@@ -6,6 +6,7 @@
  *   throw new WireError("foreign-context", "AgentAtlas writes only CxAtlas");
  *   // -> 403 {"ok": false, "type": "foreign-context", "error": "AgentAtlas writes only CxAtlas"}
  */
+import { STATUS_CODES } from "node:http";
 import { isKbError, type KbErrorType, type Problem } from "../kb/index.js";
 import { FeedError, type FeedErrorType } from "../feed/index.js";
 
@@ -20,6 +21,12 @@ type DaemonErrorType =
   | "cross-origin"
   | "body-too-large"
   | "not-json"
+  | "misdirected"
+  | "bad-encoding"
+  | "request-timeout"
+  | "headers-too-large"
+  | "too-long"
+  | "edit-too-large"
   | "shutting-down"
   | "too-many-sessions"
   | "internal-error";
@@ -50,6 +57,10 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "unknown-subscription": 400,
   "bad-cursor": 400,
   "bad-request": 400,
+  // A body that is not valid UTF-8 (refused, never stored with U+FFFD in place of the bad bytes).
+  "bad-encoding": 400,
+  // An atom or a context (or other) name over --max-atom-bytes.
+  "too-long": 400,
   // Not in wire.md; the engine refuses a sentence over a parse or derivation limit (docs/daemon.md).
   "limit-reached": 400,
   "unknown-handle": 404,
@@ -66,6 +77,14 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "registry-forbidden": 403,
   "cross-origin": 403,
   "body-too-large": 413,
+  // An edit (or check-edit) with more entries than --max-edit-entries.
+  "edit-too-large": 413,
+  // A request (headers and body) not complete within --request-timeout-ms.
+  "request-timeout": 408,
+  // Open mode: the Host header names no bound loopback name (a DNS-rebinding page, say).
+  misdirected: 421,
+  // Not in wire.md: request headers over Node's limit (16 KiB), refused before any route runs.
+  "headers-too-large": 431,
   "not-json": 415,
   "too-many-subscriptions": 429,
   "too-many-waiters": 429,
@@ -107,6 +126,8 @@ const FASTIFY_CODES: Record<string, WireErrorType> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: "bad-request",
   FST_ERR_CTP_EMPTY_JSON_BODY: "bad-request",
   FST_ERR_CTP_INVALID_JSON_BODY: "bad-request",
+  FST_ERR_BAD_URL: "bad-request",
+  FST_ERR_MAX_PARAM_LENGTH: "bad-request",
 };
 
 /**
@@ -138,4 +159,16 @@ export function toWire(err: unknown): { status: number; body: WireErrorBody; int
   }
   const status = WIRE_ERROR_STATUS[type];
   return { status, body: { ok: false, type, error: message, ...extra }, internal: status >= 500 && type === "internal-error" };
+}
+
+/**
+ * A refusal written straight onto a socket, for errors Node raises before any request
+ * object exists (a malformed request line, headers over the limit, a request not complete
+ * within the request timeout): a whole HTTP/1.1 response in the wire's shape; the caller
+ * closes the socket after it.
+ */
+export function rawWireResponse(type: WireErrorType, message: string): string {
+  const status = WIRE_ERROR_STATUS[type];
+  const body = JSON.stringify({ ok: false, type, error: message });
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -58,8 +58,8 @@ export interface RouteDef {
 
 type Out<A extends z.ZodType> = Omit<z.output<A>, "ok">;
 
-/** Type a route: its handler sees parsed inputs and must return the answer's shape (without `ok`). */
-export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType>(def: {
+/** A route's definition as written in the table: `R` is what its handler returns. */
+interface RouteSpec<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType, R> {
   method: "GET" | "POST";
   url: string;
   summary: string;
@@ -68,8 +68,11 @@ export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodT
   params?: P;
   query?: Q;
   answer: A;
-  handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): Out<A> | Promise<Out<A>>;
-}): RouteDef {
+  handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): R;
+}
+
+/** Type a route: its handler sees parsed inputs and must return the answer's shape (without `ok`). */
+export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodType>(def: RouteSpec<B, P, Q, A, Out<A> | Promise<Out<A>>>): RouteDef {
   return def;
 }
 
@@ -78,17 +81,7 @@ export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodT
  * it once the seq it saw is durable, with `asOf` (that seq) added to the answer and its
  * schema.
  */
-export function readRoute<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodObject>(def: {
-  method: "GET" | "POST";
-  url: string;
-  summary: string;
-  access: RouteAccess;
-  body?: B;
-  params?: P;
-  query?: Q;
-  answer: A;
-  handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): Out<A>;
-}): RouteDef {
+export function readRoute<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType, A extends z.ZodObject>(def: RouteSpec<B, P, Q, A, Out<A>>): RouteDef {
   return { ...def, read: true, answer: def.answer.extend({ asOf: s.seq.describe("the durable seq this answer reflects") }) };
 }
 

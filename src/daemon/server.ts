@@ -7,21 +7,30 @@
  *   const url = await server.listen(4200, "127.0.0.1");
  *   // ... later: await server.close(); await kb.close();
  *
- * Guards run in onRequest, in this order, all from the headers: shutting-down (503),
- * cross-origin (403), unauthorized (401), forbidden (403, admin routes), body-too-large
- * (413, from Content-Length, before the body is read), not-json (415).
+ * Guards run in onRequest, in this order, all from the headers: misdirected (421, open mode:
+ * a Host that is not a bound loopback name), shutting-down (503), cross-origin (403),
+ * unauthorized (401), forbidden (403, admin routes), body-too-large (413, from
+ * Content-Length, before the body is read), not-json (415). The body is then decoded as
+ * strict UTF-8 (400 bad-encoding), parsed, checked against the route's schema (400
+ * bad-request), its entries counted (413 edit-too-large) and its names and atoms measured
+ * (400 too-long). Refusals made before a route runs (a malformed URL or request line,
+ * headers over Node's limit, a request not complete within requestTimeoutMs) are answered
+ * in the same `{ok: false, type, error}` shape.
  */
 import { readFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { pino, type Logger } from "pino";
 import type { Kb } from "../kb/index.js";
 import { FeedHub, type FeedLimits } from "../feed/index.js";
-import { toWire, WireError } from "./errors.js";
+import { terms } from "../kb/index.js";
+import { boundHostNames, hostAllowed, isLoopbackAuthority } from "../net/loopback.js";
+import { rawWireResponse, toWire, WireError, type WireErrorType } from "./errors.js";
 import { Access, type Principal } from "./access.js";
 import { Metrics } from "./metrics.js";
 import { routes, type RouteDef } from "./routes.js";
+import { editBody } from "./schemas.js";
 import { openApiDocument } from "./openapi.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
@@ -34,13 +43,25 @@ export interface DaemonLimits {
   heartbeatMs: number;
   /** How long a graceful close may take before open connections are cut. */
   shutdownGraceMs: number;
+  /** Longest a request (headers and body) may take to arrive; past it, 408 `request-timeout` and the connection closes. */
+  requestTimeoutMs: number;
+  /** Most entries (adds + removes) in one edit or check-edit; more is 413 `edit-too-large`. */
+  maxEditEntries: number;
+  /** Longest atom in a sentence, and longest name (context, agent id, token...) in a request, in UTF-8 bytes; longer is 400 `too-long`. */
+  maxAtomBytes: number;
 }
 
 export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
   maxBodyBytes: 16 * 1024 * 1024,
   heartbeatMs: 15_000,
   shutdownGraceMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxEditEntries: 10_000,
+  maxAtomBytes: 65_536,
 };
+
+/** Body fields that hold a sentence (measured atom by atom); every other string field is a name, measured whole. */
+const SENTENCE_FIELDS = new Set(["sentence", "goal", "upheld"]);
 
 export interface ServerOptions {
   kb: Kb;
@@ -81,8 +102,6 @@ declare module "fastify" {
     access?: RouteDef["access"];
   }
 }
-
-const LOOPBACK_HOST_RE = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 
 /** The package root (the folder holding koinii's package.json), from src/ or dist/src/. */
 export function packageRoot(): string {
@@ -127,8 +146,53 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     return503OnClosing: false, // answered by our own guard, in the wire's shape
     forceCloseConnections: "idle",
     exposeHeadRoutes: false,
+    // A request (headers and body) must arrive within requestTimeoutMs; Node checks open
+    // requests every connectionsCheckingInterval, so that interval is a fraction of the bound.
+    requestTimeout: limits.requestTimeoutMs,
+    http: { headersTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(limits.requestTimeoutMs / 4))) },
+    // Refusals made before a route runs, in the wire's shape.
+    frameworkErrors: (err, _req, reply) => {
+      const w = toWire(new WireError("bad-request", `the URL could not be decoded: ${err.message}`));
+      metrics.refusals.inc({ type: w.body.type });
+      void (reply as unknown as FastifyReply).code(w.status).send(w.body);
+    },
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === "ECONNRESET" || socket.destroyed) return;
+      const [type, message]: [WireErrorType, string] =
+        err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? ["request-timeout", `the request was not complete within ${limits.requestTimeoutMs} ms (requestTimeoutMs)`]
+          : err.code === "HPE_HEADER_OVERFLOW"
+            ? ["headers-too-large", "the request headers are over the limit (16 KiB)"]
+            : ["bad-request", "the request could not be parsed as HTTP/1.1"];
+      metrics.refusals.inc({ type });
+      if (socket.writable) socket.write(rawWireResponse(type, message));
+      socket.destroy();
+    },
   });
   app.decorateRequest("principal", null as unknown as Principal);
+  // Strict UTF-8: a body with bytes that are not UTF-8 is refused, never stored with U+FFFD
+  // in their place (two different inputs would collapse into one sentex).
+  const jsonParser = app.getDefaultJsonParser("error", "error");
+  const utf8 = new TextDecoder("utf-8", { fatal: true });
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (req, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(new WireError("bad-encoding", "the body is not valid UTF-8"), undefined);
+      return;
+    }
+    jsonParser(req, text, done);
+  });
+  /** Open mode serves loopback only: a Host that is not a bound name is a rebinding page or a misdirected client. */
+  let hostNames: ReadonlySet<string> | undefined;
+  const hostOk = (host: string | undefined): boolean => {
+    if (access.posture !== "open") return true;
+    const addr = app.server.address();
+    if (addr === null || typeof addr === "string") return true; // not listening: app.inject, no socket
+    hostNames ??= boundHostNames(addr.port, addr.address);
+    return hostAllowed(host, hostNames);
+  };
 
   let closing = false;
   // K12: the KB stopped. Say so once, answer what is parked, refuse everything but /health
@@ -140,6 +204,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
 
   app.addHook("onRequest", async (req, reply) => {
+    if (!hostOk(req.headers.host)) throw new WireError("misdirected", "this daemon answers only its bound loopback names (127.0.0.1, localhost, [::1] with its port) in the Host header");
     if (kb.failure && req.routeOptions.url !== "/health" && req.routeOptions.url !== "/metrics") {
       throw new WireError("unavailable", `the daemon stopped: ${kb.failure.reason}`);
     }
@@ -187,6 +252,9 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
         const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
+        if (def.body === editBody) checkEntries(body as { add: unknown[]; remove: unknown[] }, limits.maxEditEntries);
+        checkLengths(body, limits.maxAtomBytes, kb.engine.limits);
+        checkLengths(query, limits.maxAtomBytes, kb.engine.limits);
         const ctx = { body, params, query, principal: request.principal, request, reply };
         const out = def.read ? await readAt(kb, () => def.handler(ctx)) : await def.handler(ctx);
         if (reply.sent) return reply;
@@ -260,6 +328,49 @@ function parseOr400<T>(schema: { safeParse(v: unknown): { success: true; data: T
   throw new WireError("bad-request", `the ${where} does not fit the route's schema: ${detail}`);
 }
 
+/** An edit's adds and removes, counted before the engine sees them. */
+function checkEntries(body: { add: unknown[]; remove: unknown[] }, max: number): void {
+  const n = body.add.length + body.remove.length;
+  if (n > max) throw new WireError("edit-too-large", `the edit has ${n} entries; the limit (maxEditEntries) is ${max}`);
+}
+
+/**
+ * Every name in a parsed request (a string field) is at most `maxBytes` UTF-8 bytes, and so
+ * is every atom of a sentence field. A sentence that does not parse is left to the engine,
+ * which refuses it with its own type. Iterative: a field the schema leaves open (`from`,
+ * `cursor`) may nest as deep as the body limit allows.
+ */
+function checkLengths(root: unknown, maxBytes: number, parseLimits: terms.ParseLimits): void {
+  const stack: [unknown, string][] = [[root, ""]];
+  while (stack.length) {
+    const [value, key] = stack.pop()!;
+    if (typeof value === "string") {
+      if (value.length <= maxBytes / 3) continue; // cannot be over: 3 UTF-8 bytes per UTF-16 unit at most
+      if (SENTENCE_FIELDS.has(key)) checkAtoms(value, key, maxBytes, parseLimits);
+      else if (Buffer.byteLength(value) > maxBytes) throw new WireError("too-long", `${key || "a value"} is ${Buffer.byteLength(value)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
+    } else if (Array.isArray(value)) {
+      for (const v of value) stack.push([v, key]);
+    } else if (value !== null && typeof value === "object") {
+      for (const [k, v] of Object.entries(value)) stack.push([v, k]);
+    }
+  }
+}
+
+function checkAtoms(sentence: string, key: string, maxBytes: number, parseLimits: terms.ParseLimits): void {
+  let term: terms.Term;
+  try {
+    term = terms.parseTerm(sentence, parseLimits);
+  } catch {
+    return;
+  }
+  const stack: terms.Term[] = [term];
+  while (stack.length) {
+    const t = stack.pop()!;
+    if (terms.isList(t)) stack.push(...t);
+    else if (Buffer.byteLength(t) > maxBytes) throw new WireError("too-long", `${key} has an atom of ${Buffer.byteLength(t)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
+  }
+}
+
 /**
  * An Origin is allowed when listed, or when it is the daemon's own origin on a loopback
  * name: its host equals the Host header and that host is loopback. A rebinding page
@@ -274,5 +385,5 @@ function originAllowed(origin: string, req: FastifyRequest, allowed: ReadonlySet
   } catch {
     return false;
   }
-  return (url.protocol === "http:" || url.protocol === "https:") && url.host === host.toLowerCase() && LOOPBACK_HOST_RE.test(host);
+  return (url.protocol === "http:" || url.protocol === "https:") && url.host === host.toLowerCase() && isLoopbackAuthority(host);
 }

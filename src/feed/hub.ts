@@ -253,7 +253,7 @@ export class FeedHub {
     for (const s of this.subs.values()) {
       if (!this.owns(p, s)) continue;
       const cursor = Math.max(s.ackSeq, s.answeredSeq);
-      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount, parked: s.parked, streaming: s.streaming !== undefined };
+      const w: WatcherInfo = { token: s.token, owner: s.owner, cursor, pending: s.ring.countAfter(cursor), lagged: s.lostCount + s.reportedCount, parked: s.parked, streaming: s.streaming !== undefined };
       if (s.watch.goal !== undefined) w.goal = s.watch.goal;
       if (s.watch.context !== undefined) w.context = s.watch.context;
       out.push(w);
@@ -274,13 +274,13 @@ export class FeedHub {
     const waitMs = Math.min(req.waitMs ?? 0, this.limits.maxWaitMs);
     sub.ack(cursor);
     sub.polledAt = this.now();
-    let answer = this.collect(sub, cursor, limit);
+    let answer = await this.collect(sub, cursor, limit);
     // A log scan that stopped at maxScanEvents with nothing matched goes on after yielding
     // the event loop, so an answer without events always means "caught up" (wire.md).
     while (answer.events.length === 0 && answer.lagged === 0 && answer.cursor < sub.logUpTo) {
       await yieldTurn();
       if (this.subs.get(sub.token) !== sub) throw unknownSubscription();
-      answer = this.collect(sub, answer.cursor, limit);
+      answer = await this.collect(sub, answer.cursor, limit);
     }
     if (answer.events.length > 0 || answer.lagged > 0 || waitMs <= 0 || this.closing || answer.cursor < this.published) {
       sub.answeredSeq = answer.cursor;
@@ -298,7 +298,7 @@ export class FeedHub {
     }
     if (reason === "dropped") throw unknownSubscription();
     sub.polledAt = this.now();
-    answer = this.collect(sub, cursor, limit);
+    answer = await this.collect(sub, cursor, limit);
     sub.answeredSeq = answer.cursor;
     return answer;
   }
@@ -353,7 +353,7 @@ export class FeedHub {
         mustYield = true;
         sub.ack(cursor);
         sub.polledAt = this.now();
-        const answer = this.collect(sub, cursor, this.limits.defaultPollLimit);
+        const answer = await this.collect(sub, cursor, this.limits.defaultPollLimit);
         let ok = true;
         if (answer.lagged > 0) ok = write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
         for (const e of answer.events) ok = write(sseFrame(e)) && ok;
@@ -463,7 +463,7 @@ export class FeedHub {
   }
 
   private checkCursorValue(c: unknown, start: number): number {
-    if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) throw new FeedError("bad-cursor", `a cursor is a whole number (a seq), got ${JSON.stringify(c)}`);
+    if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) throw new FeedError("bad-cursor", `a cursor is a whole number (a seq), got ${shown(c)}`);
     if (c > this.published) throw new FeedError("bad-cursor", `cursor ${c} is ahead of the head seq ${this.published}`);
     if (c < start) throw new FeedError("bad-cursor", `cursor ${c} is below this subscription's start ${start}; watch with from to replay`);
     return c;
@@ -488,8 +488,11 @@ export class FeedHub {
     return oldest > cursor + 1 ? Math.min(oldest - 1, upTo) - cursor : 0;
   }
 
-  /** Read what is after `cursor`: the durable log up to `logUpTo`, then the ring. */
-  private collect(sub: Subscription, cursor: number, limit: number): PollAnswer {
+  /**
+   * Read what is after `cursor`: the durable log up to `logUpTo` (an awaited read: the store
+   * may answer asynchronously, and events published meanwhile go to the ring), then the ring.
+   */
+  private async collect(sub: Subscription, cursor: number, limit: number): Promise<PollAnswer> {
     const events: WireEvent[] = [];
     let pos = cursor;
     let lagged = 0;
@@ -500,7 +503,7 @@ export class FeedHub {
       const startedMs = performance.now();
       while (pos < sub.logUpTo && events.length < limit) {
         if (scanned >= this.limits.maxScanEvents || performance.now() - startedMs > this.limits.maxScanMs) return { events, cursor: pos, lagged };
-        const batch = this.kb.readEvents(pos, Math.min(100, sub.logUpTo - pos));
+        const batch = await this.kb.readEvents(pos, Math.min(100, sub.logUpTo - pos));
         if (batch.length === 0) {
           pos = sub.logUpTo;
           break;
@@ -517,7 +520,7 @@ export class FeedHub {
         }
       }
     }
-    if (cursor < sub.lostUpTo) lagged += sub.lostCount;
+    lagged += sub.takeLost(cursor);
     const live = sub.ring.after(pos, limit - events.length);
     for (const e of live) events.push(e);
     const full = events.length === limit;
@@ -543,6 +546,13 @@ function sseFrame(e: WireEvent): string {
 /** A poll's answer body, built from each event's shared JSON. */
 export function pollAnswerJson(a: PollAnswer): string {
   return `{"ok":true,"events":[${a.events.map(eventJson).join(",")}],"cursor":${a.cursor},"lagged":${a.lagged}}`;
+}
+
+/** A refused value, shown short: a deep or huge one is named by its kind, never serialized whole (that overflowed the stack). */
+function shown(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return String(v);
+  return Array.isArray(v) ? "an array" : `a ${typeof v}`;
 }
 
 function unknownSubscription(): FeedError {

@@ -9,10 +9,17 @@ import type { CompiledWatch, WireEvent } from "./filter.js";
 export type WakeReason = "event" | "timeout" | "dropped" | "shutdown";
 
 export class Subscription {
-  /** Every event the ring lost to overflow since the reader last acknowledged past them. */
+  /** Matching events the ring lost to overflow that no answer has reported yet. */
   lostCount = 0;
   /** The newest seq lost to overflow (0 = none pending). */
   lostUpTo = 0;
+  /**
+   * Losses the latest answer reported, told again to a poll that repeats an older cursor (a
+   * lost answer) until a cursor passes `reportedUpTo`, so each loss is counted once per
+   * answer cycle, never twice across cycles.
+   */
+  reportedCount = 0;
+  reportedUpTo = 0;
   /** Highest cursor the reader has sent: everything at or below it was delivered. */
   ackSeq: number;
   /** The cursor the latest answer (poll or stream) handed out. */
@@ -47,15 +54,25 @@ export class Subscription {
     this.filterKey = `${watch.goal ?? ""}\u0000${watch.context ?? ""}`;
   }
 
-  /** File a matching event; returns true when the ring had to drop its oldest. */
+  /**
+   * File a matching event; returns true when the ring had to drop an event nobody was
+   * answered. An evicted event the latest answer already carried (answered, not yet
+   * acknowledged by the next cursor) is not lost: the durable log backs it from now on, so
+   * a poll repeating an older cursor reads it back from there.
+   */
   push(ev: WireEvent): boolean {
-    const lost = this.ring.push(ev);
-    if (lost) {
+    const evicted = this.ring.push(ev);
+    let lost = false;
+    if (evicted && evicted.seq <= this.answeredSeq) {
+      this.logUpTo = Math.max(this.logUpTo, evicted.seq); // the ring now holds only newer events
+      if (this.logUpTo >= this.reportedUpTo) this.clearReported(); // a repeat reads those from the log now
+    } else if (evicted) {
       this.lostCount++;
-      this.lostUpTo = lost.seq;
+      this.lostUpTo = evicted.seq;
+      lost = true;
     }
     this.wake("event");
-    return lost !== undefined;
+    return lost;
   }
 
   /** The reader sent `cursor`: it holds everything up to it. */
@@ -64,10 +81,34 @@ export class Subscription {
     this.ackSeq = cursor;
     this.ring.dropThrough(cursor);
     if (cursor > this.logUpTo) this.logUpTo = cursor;
+    if (cursor >= this.reportedUpTo) this.clearReported();
     if (cursor >= this.lostUpTo) {
       this.lostCount = 0;
       this.lostUpTo = 0;
     }
+  }
+
+  /**
+   * The ring losses an answer from `cursor` that reaches the ring reports: those the latest
+   * answer reported (when `cursor` repeats one below them) plus those not reported yet,
+   * which become the reported ones. Every loss is newer than the durable-log part of the
+   * answer and older than its ring part, so the answer's cursor passes all of them.
+   */
+  takeLost(cursor: number): number {
+    const repeated = cursor < this.reportedUpTo ? this.reportedCount : 0;
+    if (this.lostCount > 0) {
+      this.reportedCount = repeated + this.lostCount;
+      this.reportedUpTo = this.lostUpTo;
+      this.lostCount = 0;
+      this.lostUpTo = 0;
+      return this.reportedCount;
+    }
+    return repeated;
+  }
+
+  private clearReported(): void {
+    this.reportedCount = 0;
+    this.reportedUpTo = 0;
   }
 
   get parked(): number {

@@ -28,7 +28,7 @@ import { type Literal, sentenceShape, checkContextName, isContextName } from "./
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
 import { compileRule, matchPat, undo, argKeyOf, instantiate } from "./compiled.js";
-import type { RawRow } from "./store.js";
+import type { RawRow } from "./store-of-record.js";
 import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
 
 export type Strength = "default" | "monotonic";

@@ -4,7 +4,8 @@ export type { KbOptions, KbFailure, ReadAt, SentexRecord, RemovedEntry, FeedEven
 export { DEFAULT_READ_LIMITS, type ReadLimits } from "./query.js";
 export type { AddEntry, Strength, RemovalReason, EngineLimits, Bounded } from "./engine.js";
 export { DEFAULT_ENGINE_LIMITS } from "./engine.js";
-export type { Durability, FsyncFn } from "./store.js";
+export type { FsyncFn } from "./store.js";
+export type { Durability, StoreOfRecord } from "./store-of-record.js";
 export { KbError, isKbError, KB_ERROR_TYPES } from "./errors.js";
 export type { KbErrorType, Problem } from "./errors.js";
 export * as terms from "./term.js";
@@ -16,4 +17,5 @@ export * as disputes from "./disputes.js";
 export * as adjudication from "./adjudication.js";
 export * as belief from "./belief.js";
 export * as registry from "./registry.js";
+export { ProgressMeter, progressLine, DEFAULT_PROGRESS_INTERVAL_MS, type Progress, type ProgressSink } from "./progress.js";
 export type { Dispute, DisputeState } from "./disputes.js";

@@ -1,6 +1,7 @@
 /**
  * The in-process API (`openKb`) that the daemon, the local medium, the tests and the
- * benchmarks all use: the engine in memory, the SQLite store of record under it, one
+ * benchmarks all use: the engine in memory, a store of record under it (SQLite, or
+ * PostgreSQL through `store`; see store-of-record.ts), one
  * global `seq` per write, and the durable change feed's events.
  *
  *   const kb = await openKb({ path: "./data/koinii.db" });
@@ -25,12 +26,14 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
 import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded } from "./engine.js";
-import { Store, type Durability, type FsyncFn } from "./store.js";
+import { SqliteStore, type FsyncFn } from "./store.js";
+import type { Durability, StoreOfRecord } from "./store-of-record.js";
 import { type Node, OUT, IN_MONO } from "./node.js";
 import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
 import { goalShape, literalShape, checkContextName } from "./sentence.js";
 import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
 import { loadContextsDir } from "./loader.js";
+import { ProgressMeter, type ProgressSink } from "./progress.js";
 
 export interface SentexRecord {
   handle: number;
@@ -103,8 +106,10 @@ export interface ClashEntry {
 }
 
 export interface KbOptions {
-  /** SQLite file; created with its directory when missing. ":memory:" for a throwaway KB. */
+  /** SQLite file; created with its directory when missing. ":memory:" for a throwaway KB. Unused with `store`. */
   path: string;
+  /** Another store of record, opened by the caller (PostgreSQL: `PgStore.open`); the KB closes it. */
+  store?: StoreOfRecord;
   durability?: Durability;
   limits?: Partial<EngineLimits>;
   /** Load every `<dir>/*.kb` file at open (idempotent). */
@@ -117,6 +122,8 @@ export interface KbOptions {
   readLimits?: Partial<ReadLimits>;
   /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
   fsync?: FsyncFn;
+  /** Where the reopen reports its progress, and how often (none: silent). */
+  progress?: ProgressSink;
 }
 
 /** Why the KB stopped (K12). */
@@ -135,7 +142,7 @@ export type EventListener = (event: FeedEvent) => void;
 
 export class Kb {
   readonly engine: Engine;
-  readonly store: Store;
+  readonly store: StoreOfRecord;
   readonly durability: Durability;
   readonly feedRetentionEvents: number;
   readonly readLimits: ReadLimits;
@@ -147,7 +154,7 @@ export class Kb {
   private published: number;
   private writesSinceprune = 0;
 
-  private constructor(engine: Engine, store: Store, opts: KbOptions) {
+  private constructor(engine: Engine, store: StoreOfRecord, opts: KbOptions) {
     this.engine = engine;
     this.store = store;
     this.durability = opts.durability ?? "full";
@@ -161,11 +168,12 @@ export class Kb {
   }
 
   static async open(opts: KbOptions): Promise<Kb> {
-    if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
-    const store = await Store.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync });
+    const store = opts.store ?? (await openSqlite(opts));
     const engine = new Engine({ limits: opts.limits, now: opts.now });
-    const meta = store.meta();
-    const rebuilt = engine.rebuild(store.rows(), meta.nextHandle, meta.headSeq);
+    const meta = store.openMeta;
+    const meter = new ProgressMeter("reopening the store", "sentexes", opts.progress, { total: store.rowCount() });
+    const rebuilt = engine.rebuild(counted(store.rows(), meter), meta.nextHandle, meta.headSeq);
+    meter.end();
     const kb = new Kb(engine, store, opts);
     // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
     if (rebuilt.created.length || rebuilt.removedHandles.length) {
@@ -173,7 +181,7 @@ export class Kb {
       for (const n of rebuilt.created) store.insertSentex(kb.row(n));
       for (const h of rebuilt.removedHandles) store.deleteSentex(h, "unsupported", meta.headSeq);
       store.setMeta({ nextHandle: engine.nextHandle, headSeq: engine.headSeq });
-      store.commit();
+      await store.durable();
     }
     if (opts.contextsDir) await loadContextsDir(kb, opts.contextsDir);
     return kb;
@@ -347,8 +355,8 @@ export class Kb {
   }
 
   /** Durable events after `afterSeq` (oldest first, at most `limit`). */
-  readEvents(afterSeq: number, limit: number): FeedEvent[] {
-    return this.store.readEvents(afterSeq, limit).map((r) => JSON.parse(r.body) as FeedEvent);
+  async readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]> {
+    return (await this.store.readEvents(afterSeq, limit)).map((r) => JSON.parse(r.body) as FeedEvent);
   }
 
   /** The oldest seq the durable log still holds (head + 1 when empty). */
@@ -505,6 +513,14 @@ export class Kb {
   }
 }
 
+/** The rows, each counted as it is read. */
+function* counted<T>(rows: Iterable<T>, meter: ProgressMeter): Iterable<T> {
+  for (const r of rows) {
+    meter.tick();
+    yield r;
+  }
+}
+
 /** A clash's id: its two handles in ascending order, independent of side order. */
 export const clashId = (a: number, b: number): string => (a < b ? `${a}-${b}` : `${b}-${a}`);
 
@@ -515,5 +531,10 @@ function printSolution(b: Bindings): Record<string, string> {
 }
 
 export const openKb = (opts: KbOptions): Promise<Kb> => Kb.open(opts);
+
+function openSqlite(opts: KbOptions): Promise<SqliteStore> {
+  if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
+  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync });
+}
 
 export type { List };

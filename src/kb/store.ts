@@ -20,11 +20,12 @@
  */
 import Database from "better-sqlite3";
 import { openSync, fsync, closeSync, existsSync } from "node:fs";
-import { Kysely, SqliteDialect, Migrator, type Migration, type MigrationProvider, sql, type Generated, type CompiledQuery } from "kysely";
-import type { PremiseMark } from "./node.js";
+import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
+import { migrationProvider, type Schema } from "./schema.js";
+import type { Durability, PrincipalRow, RawRow, StoreMeta, StoreOfRecord } from "./store-of-record.js";
 
-export type Durability = "full" | "normal";
+export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
 
 /** The fsync seam: node's `fs.fsync` unless a test simulates the disk (a power cut). */
 export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
@@ -33,75 +34,6 @@ export interface StoreOptions {
   /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
   fsync?: FsyncFn;
 }
-
-interface SentexTable {
-  handle: number;
-  context: string;
-  sentence: string;
-  premise: number;
-  creator: string | null;
-  created_at: number;
-  seq: number;
-}
-interface MetaTable {
-  key: string;
-  value: number;
-}
-interface EventTable {
-  seq: number;
-  body: string;
-}
-interface TombstoneTable {
-  handle: number;
-  reason: string;
-  seq: number;
-}
-interface PrincipalTable {
-  id: string;
-  token_sha256: string;
-  created_at: Generated<number>;
-}
-export interface Schema {
-  sentex: SentexTable;
-  meta: MetaTable;
-  event: EventTable;
-  tombstone: TombstoneTable;
-  principal: PrincipalTable;
-}
-
-const migrations: Record<string, Migration> = {
-  "001-sentex-store": {
-    async up(db) {
-      await db.schema
-        .createTable("sentex")
-        .addColumn("handle", "integer", (c) => c.primaryKey())
-        .addColumn("context", "text", (c) => c.notNull())
-        .addColumn("sentence", "text", (c) => c.notNull())
-        .addColumn("premise", "integer", (c) => c.notNull())
-        .addColumn("creator", "text")
-        .addColumn("created_at", "integer", (c) => c.notNull())
-        .addColumn("seq", "integer", (c) => c.notNull())
-        .execute();
-      await db.schema.createTable("meta").addColumn("key", "text", (c) => c.primaryKey()).addColumn("value", "integer", (c) => c.notNull()).execute();
-      await db.schema.createTable("event").addColumn("seq", "integer", (c) => c.primaryKey()).addColumn("body", "text", (c) => c.notNull()).execute();
-      await db.schema
-        .createTable("tombstone")
-        .addColumn("handle", "integer", (c) => c.primaryKey())
-        .addColumn("reason", "text", (c) => c.notNull())
-        .addColumn("seq", "integer", (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createTable("principal")
-        .addColumn("id", "text", (c) => c.primaryKey())
-        .addColumn("token_sha256", "text", (c) => c.notNull().unique())
-        .addColumn("created_at", "integer", (c) => c.notNull().defaultTo(sql`(unixepoch() * 1000)`))
-        .execute();
-      await db.insertInto("meta").values([{ key: "next_handle", value: 1 }, { key: "head_seq", value: 0 }]).execute();
-    },
-  },
-};
-
-const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 interface Group {
   waiters: { resolve: () => void; reject: (e: unknown) => void }[];
@@ -114,14 +46,9 @@ function release(g: Group): void {
   for (const w of g.waiters) w.resolve();
 }
 
-export type RawRow = [handle: number, context: string, sentence: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
-
-export interface StoreMeta {
-  nextHandle: number;
-  headSeq: number;
-}
-
-export class Store {
+export class SqliteStore implements StoreOfRecord {
+  readonly kind = "sqlite";
+  readonly openMeta: StoreMeta;
   readonly db: Database.Database;
   private readonly kysely: Kysely<Schema>;
   private readonly stmts: Record<string, Database.Statement>;
@@ -171,35 +98,46 @@ export class Store {
       pruneEvents: prep(k.deleteFrom("event").where("seq", "<=", 0).compile()),
       tombstone: prep(k.selectFrom("tombstone").select(["reason", "seq"]).where("handle", "=", 0).compile()),
       allRows: prep(k.selectFrom("sentex").select(["handle", "context", "sentence", "premise", "creator", "created_at", "seq"]).orderBy("handle").compile()),
+      rowCount: prep(k.selectFrom("sentex").select((eb) => eb.fn.countAll<number>().as("n")).compile()),
+      principalOf: prep(k.selectFrom("principal").select("token_sha256").where("id", "=", "").compile()),
+      putPrincipal: prep(
+        k
+          .insertInto("principal")
+          .values({ id: "", token_sha256: "" })
+          .onConflict((oc) => oc.column("id").doUpdateSet((eb) => ({ token_sha256: eb.ref("excluded.token_sha256") })))
+          .compile(),
+      ),
       meta: prep(k.selectFrom("meta").select(["key", "value"]).compile()),
     };
+    const rows = this.stmts.meta!.all() as { key: string; value: number }[];
+    const get = (key: string) => rows.find((r) => r.key === key)?.value ?? 0;
+    this.openMeta = { nextHandle: get("next_handle"), headSeq: get("head_seq") };
   }
 
   /** Open (creating and migrating as needed) the store file at `path`. */
-  static async open(path: string, durability: Durability, opts: StoreOptions = {}): Promise<Store> {
+  static async open(path: string, durability: Durability, opts: StoreOptions = {}): Promise<SqliteStore> {
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("busy_timeout = 5000");
     const kysely = new Kysely<Schema>({ dialect: new SqliteDialect({ database: db }) });
-    const { error } = await new Migrator({ db: kysely, provider }).migrateToLatest();
+    const { error } = await new Migrator({ db: kysely, provider: migrationProvider("sqlite") }).migrateToLatest();
     if (error) throw error;
     const wal = `${path}-wal`;
     const ownSync = durability === "full" && path !== ":memory:" && existsSync(wal);
     // Without a WAL file to fsync ourselves, `full` falls back to SQLite's own fsync per COMMIT.
     if (durability === "full" && !ownSync) db.pragma("synchronous = FULL");
-    return new Store(db, kysely, ownSync ? wal : undefined, opts);
-  }
-
-  meta(): StoreMeta {
-    const rows = this.stmts.meta!.all() as { key: string; value: number }[];
-    const get = (k: string) => rows.find((r) => r.key === k)?.value ?? 0;
-    return { nextHandle: get("next_handle"), headSeq: get("head_seq") };
+    return new SqliteStore(db, kysely, ownSync ? wal : undefined, opts);
   }
 
   /** Every stored row in handle order, as [handle, context, sentence, premise, creator, createdAt, seq]. */
   rows(): Iterable<RawRow> {
     return this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+  }
+
+  /** How many sentexes are stored (for the reopen's progress). */
+  rowCount(): number {
+    return (this.stmts.rowCount!.get() as { n: number }).n;
   }
 
   /** Open the turn's transaction if none is open; it commits on the next macrotask. */
@@ -231,7 +169,7 @@ export class Store {
     return this.failed;
   }
 
-  commit(): void {
+  private commit(): void {
     if (!this.inTx) return;
     const waiters = this.waiters;
     const after = this.afterCommit;
@@ -329,7 +267,7 @@ export class Store {
   }
 
   /** Durable events after `afterSeq`, oldest first, at most `limit`. */
-  readEvents(afterSeq: number, limit: number): { seq: number; body: string }[] {
+  async readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]> {
     return this.stmts.readEvents!.all(afterSeq, limit) as { seq: number; body: string }[];
   }
 
@@ -346,9 +284,20 @@ export class Store {
     return this.stmts.tombstone!.get(handle) as { reason: string; seq: number } | undefined;
   }
 
-  /** The typed query builder, for the daemon's own tables (principals). */
-  get sql(): Kysely<Schema> {
-    return this.kysely;
+  principals(): Promise<PrincipalRow[]> {
+    return this.kysely.selectFrom("principal").select(["id", "token_sha256"]).execute();
+  }
+
+  /**
+   * Written synchronously into the turn's group, so that group's COMMIT (and, at `full`, its
+   * fsync) makes the row durable; resolves only then, with the digest it replaced.
+   */
+  async putPrincipal(id: string, tokenSha256: string): Promise<string | undefined> {
+    const old = (this.stmts.principalOf!.get(id) as { token_sha256: string } | undefined)?.token_sha256;
+    this.begin();
+    this.stmts.putPrincipal!.run(id, tokenSha256);
+    await this.durable();
+    return old;
   }
 
   async close(): Promise<void> {

@@ -163,7 +163,8 @@ describe("feed semantics", () => {
 
 describe("SSE back-pressure over a real socket", () => {
   it("a reader that stops reading gets every event after it resumes, in order and once each; meanwhile they wait in the ring", async () => {
-    const d = await spawnDaemon({ args: ["--max-events", "1000"] });
+    // Atoms of 200 000 bytes: over the default --max-atom-bytes, so raised for this test.
+    const d = await spawnDaemon({ args: ["--max-events", "1000", "--max-atom-bytes", "300000"] });
     try {
       const w = await post(d, "/v1/watch", { context: "CxBig" });
       const res = await fetch(`${d.url}/v1/stream?token=${w.body.token}&cursor=${w.body.cursor}`); // not read yet

@@ -85,8 +85,11 @@ export async function call(
   return { status: res.status, headers: res.headers, text, body: parsed };
 }
 
-/** A raw HTTP/1.1 exchange: write `head` (and nothing else) and read the answer's status line and body. */
-export function rawExchange(port: number, head: string): Promise<string> {
+/**
+ * A raw HTTP/1.1 exchange: write `head` (text or bytes, and nothing else; the socket stays
+ * open) and read everything the daemon sends until it closes the connection.
+ */
+export function rawExchange(port: number, head: string | Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = connect(port, "127.0.0.1");
     let data = "";

@@ -213,7 +213,7 @@ describe("refusals: every request-refusal type with its status", () => {
 
   it("a body over the limit is 413 body-too-large, answered from Content-Length before the body is read", async () => {
     // Only the headers are sent: the answer must come without the daemon waiting for the body.
-    const answer = await rawExchange(d.port, `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n`);
+    const answer = await rawExchange(d.port, `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n`);
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toContain('"type":"body-too-large"');
     const big = await call(d.url, "POST", "/v1/assert", { sentence: `(note "${"x".repeat(5000)}")`, context: "CxPets" });
@@ -224,7 +224,7 @@ describe("refusals: every request-refusal type with its status", () => {
     const chunk = "x".repeat(5000);
     const answer = await rawExchange(
       d.port,
-      `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
+      `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
     );
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toContain('"type":"body-too-large"');

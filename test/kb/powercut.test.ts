@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { openKb, type Durability, type FsyncFn } from "../../src/kb/index.js";
+import { SqliteStore } from "../../src/kb/store.js";
 import { tempDir } from "./helpers.js";
 
 interface CutResult {
@@ -35,9 +36,10 @@ async function runUntilCut(durability: Durability, writes: number, cutAfterAcks:
       cb(err);
     });
   };
-  const kb = await openKb({ path, durability, fsync: seam });
-  kb.store.db.pragma("wal_autocheckpoint = 0"); // the main file stays as it is; the WAL holds every write
-  kb.store.db.pragma("wal_checkpoint(TRUNCATE)"); // start from a main file that holds the schema, an empty WAL
+  const store = await SqliteStore.open(path, durability, { fsync: seam });
+  const kb = await openKb({ path, durability, store });
+  store.db.pragma("wal_autocheckpoint = 0"); // the main file stays as it is; the WAL holds every write
+  store.db.pragma("wal_checkpoint(TRUNCATE)"); // start from a main file that holds the schema, an empty WAL
   platter = Buffer.alloc(0);
   const acked: CutResult["acked"] = [];
   let cut: { main: Buffer; wal: Buffer } | undefined;

@@ -12,7 +12,7 @@ describe("identity and idempotent assert", () => {
     expect(first.created).toBe(true);
     expect(again).toEqual({ handle: first.handle, seq: first.seq, created: false });
     expect({ head: kb.headSeq, size: kb.size }).toEqual({ head: before.head, size: before.size });
-    expect(kb.readEvents(first.seq, 10)).toEqual([]);
+    expect(await kb.readEvents(first.seq, 10)).toEqual([]);
   });
 
   it("the first writer wins creator and createdAt", async () => {

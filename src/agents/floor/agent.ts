@@ -23,6 +23,8 @@ export interface FloorAgentOptions {
   /** Ingest bind (loopback only) and port (0 = any free port). */
   ingestHost?: string;
   ingestPort?: number;
+  /** The secret every ingest request must carry (`Authorization: Bearer <secret>`). */
+  ingestSecret: string;
   /** Recorder, mouth and lookup failures: the floor keeps running. */
   onError?: (e: unknown) => void;
 }
@@ -49,6 +51,7 @@ export async function startFloorAgent(o: FloorAgentOptions): Promise<FloorAgent>
     session,
     clock: o.clock,
     onError,
+    secret: o.ingestSecret,
     ...(o.ingestHost !== undefined ? { host: o.ingestHost } : {}),
     ...(o.ingestPort !== undefined ? { port: o.ingestPort } : {}),
   });

@@ -3,16 +3,23 @@
  * one line on stdout, `koinii floor listening on http://127.0.0.1:PORT` (the ingest
  * endpoint; port 0 picks a free one); logs go to stderr as JSON lines.
  *
+ * Ingest callers send the endpoint's secret as `Authorization: Bearer <secret>`: given by
+ * --ingest-secret / FLOOR_INGEST_SECRET, or generated at start into --ingest-secret-file
+ * (mode 0600), which the capture pipeline reads.
+ *
  * Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 on bad flags, a persona that does
- * not parse, or a failed start (daemon unreachable, join refused).
+ * not parse, a secret too short, or a failed start (daemon unreachable, join refused).
  */
 import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { wire } from "../../channel/index.js";
 import { isContextName } from "../../kb/index.js";
 import { createComposer } from "../composer/index.js";
 import { startFloorAgent } from "./agent.js";
-import { isLoopbackAddress } from "./ingest.js";
+import { isLoopbackBind } from "../../net/loopback.js";
+import { resolveSecret } from "../../net/secret.js";
 import { ComposerMouth } from "./mouth.js";
 import { parsePersona } from "./persona.js";
 import { systemClock, systemScheduler } from "./time.js";
@@ -24,6 +31,8 @@ interface FloorCliOptions {
   persona: string;
   ingestPort: number;
   ingestHost: string;
+  ingestSecret?: string;
+  ingestSecretFile?: string;
 }
 
 const port = (v: string): number => {
@@ -35,7 +44,7 @@ const context = (v: string): string => {
   return v;
 };
 const loopback = (v: string): string => {
-  if (!isLoopbackAddress(v)) throw new InvalidArgumentError("the ingest endpoint binds a loopback address only (127.0.0.1, ::1)");
+  if (!isLoopbackBind(v)) throw new InvalidArgumentError("the ingest endpoint binds a loopback address only (127.0.0.1, ::1)");
   return v;
 };
 
@@ -56,12 +65,21 @@ export function registerFloorCommand(program: Command): void {
     .requiredOption("--persona <file>", "persona config (JSON): id (the agent id, e.g. AgentClankie), names, aliases, replyPolicy, chattiness, ...")
     .option("--ingest-port <n>", "ingest endpoint port (0 = any free port)", port, 4280)
     .option("--ingest-host <addr>", "ingest endpoint bind address (loopback only)", loopback, "127.0.0.1")
+    .option("--ingest-secret <secret>", "the secret ingest callers send as Authorization: Bearer (env FLOOR_INGEST_SECRET; none = generate one into --ingest-secret-file)", process.env.FLOOR_INGEST_SECRET)
+    .option("--ingest-secret-file <file>", "where a generated secret is written, mode 0600 (default ~/.koinii/floor/<room>.ingest.secret)")
     .action(async (o: FloorCliOptions) => {
       let persona;
       try {
         persona = parsePersona(JSON.parse(readFileSync(o.persona, "utf8")));
       } catch (e) {
         process.stderr.write(`koinii floor: ${o.persona}: ${e instanceof Error ? e.message : String(e)}\n`);
+        process.exit(1);
+      }
+      let secret;
+      try {
+        secret = resolveSecret({ given: o.ingestSecret, file: o.ingestSecretFile ?? join(homedir(), ".koinii", "floor", `${o.room}.ingest.secret`) });
+      } catch (e) {
+        process.stderr.write(`koinii floor: ${e instanceof Error ? e.message : String(e)}\n`);
         process.exit(1);
       }
       const composer = createComposer(process.env);
@@ -75,9 +93,10 @@ export function registerFloorCommand(program: Command): void {
         scheduler: systemScheduler,
         ingestHost: o.ingestHost,
         ingestPort: o.ingestPort,
+        ingestSecret: secret.value,
         onError: (e) => log("floor error", { error: e instanceof Error ? e.message : String(e) }),
       });
-      log("floor started", { room: o.room, agent: persona.id, context: agent.recorder.handle.context, composer: composer.name });
+      log("floor started", { room: o.room, agent: persona.id, context: agent.recorder.handle.context, composer: composer.name, ...(secret.file ? { ingestSecretFile: secret.file } : {}) });
       let stopping = false;
       const stop = async (signal: string): Promise<void> => {
         if (stopping) process.exit(1);

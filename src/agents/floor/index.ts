@@ -87,7 +87,6 @@ export {
   MAX_OPEN_WORK,
   MAX_SEEN_UTTERANCE_IDS,
   MAX_UTTERANCE_CHARS,
-  isLoopbackAddress,
   startIngest,
   utteranceSchema,
   type Ingest,

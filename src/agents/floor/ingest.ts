@@ -1,9 +1,10 @@
 /**
  * The floor agent's ingest endpoint: where the capture pipeline (the voice gateway's
  * transcriber) hands the room to the floor. Loopback only: it binds 127.0.0.1/::1 (any other
- * address is refused), answers only peers on a loopback address, and takes only
- * `application/json` bodies (a browser page cannot send one cross-origin without a preflight
- * this server never grants).
+ * address is refused), answers only peers on a loopback address whose Host names this
+ * listener (a DNS-rebinding page is 421 `misdirected`) and who carry the endpoint's secret
+ * (`Authorization: Bearer <secret>`, else 401 `unauthorized`: no other local process can
+ * speak for a speaker), and takes only `application/json` bodies.
  *
  * | route                  | body                                                               | answer |
  * |------------------------|--------------------------------------------------------------------|--------|
@@ -17,12 +18,15 @@
  * the session's monotonic clock by the clock's current wall offset, once per capture (a
  * capture-started and its final map to the same instant, so the reorder sees them as one).
  * Refusals are `{ok: false, type, error}` with type `bad-request`, `not-json`,
- * `body-too-large`, `not-found`, `not-loopback`, `unknown-work`, `too-much-work`.
+ * `body-too-large`, `not-found`, `not-loopback`, `misdirected`, `unauthorized`, `unknown-work`,
+ * `too-much-work`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { nanoid } from "nanoid";
 import { z } from "zod";
+import { localDoor } from "../../net/guard.js";
+import { isLoopbackBind } from "../../net/loopback.js";
 import { FloorError } from "./errors.js";
 import { speakerId, type SpeakerId } from "./machine.js";
 import type { FloorSession } from "./session.js";
@@ -58,18 +62,14 @@ export const workEndSchema = z.strictObject({ workId: token });
 
 export type UtteranceBody = z.infer<typeof utteranceSchema>;
 
-/** True for 127.0.0.0/8, ::1 (and its IPv4-mapped form), and localhost. */
-export function isLoopbackAddress(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const h = host.replace(/^\[|\]$/g, "").replace(/^::ffff:/, "");
-  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
-}
 
 export interface IngestOptions {
   session: FloorSession;
   clock: Clock;
   /** A loopback address (default 127.0.0.1). */
   host?: string;
+  /** Every request must carry it as `Authorization: Bearer <secret>`. */
+  secret: string;
   /** 0 = any free port (default). */
   port?: number;
   /** Where failures of a lookup's bookkeeping go. */
@@ -100,7 +100,7 @@ class Refusal extends Error {
  */
 export async function startIngest(o: IngestOptions): Promise<Ingest> {
   const host = o.host ?? "127.0.0.1";
-  if (!isLoopbackAddress(host)) throw new FloorError("floor-session-options", `the ingest endpoint binds loopback only, got ${JSON.stringify(host)}`, { host });
+  if (!isLoopbackBind(host)) throw new FloorError("floor-session-options", `the ingest endpoint binds loopback only, got ${JSON.stringify(host)}`, { host });
   const { session, clock } = o;
   const onError = o.onError ?? (() => {});
   const seen = new Set<string>();
@@ -168,13 +168,15 @@ export async function startIngest(o: IngestOptions): Promise<Ingest> {
   const server: Server = createServer((req, res) => {
     void handle(req, res);
   });
+  const door = localDoor(server, host, o.secret);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const send = (status: number, body: Record<string, unknown>): void => {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
     };
     try {
-      if (!isLoopbackAddress(req.socket.remoteAddress)) throw new Refusal(403, "not-loopback", "the ingest endpoint answers loopback peers only");
+      const refused = door(req);
+      if (refused) throw new Refusal(refused.status, refused.type, refused.error);
       const path = (req.url ?? "/").split("?")[0];
       const route = routes[`${req.method} ${path}`];
       if (!route) throw new Refusal(404, "not-found", `no route ${req.method} ${path}`);

@@ -4,6 +4,7 @@
  * refs (as the last sync wrote them into the agent's context), the receipt table, closures
  * and commitments; none reads an earlier answer back. The CLI (cli.ts) is a thin shell.
  */
+import type { ProgressSink } from "../../kb/progress.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { negationOf, openQueries, type AgentHandle, type Handle } from "../../channel/index.js";
@@ -43,10 +44,12 @@ export interface MailAgent {
   kb: MailKb;
   now: () => Date;
   log: (line: string) => void;
+  /** Where a sync reports how far it got (none: silent; `--quiet`). */
+  progress?: ProgressSink;
 }
 
-export function mailAgent(cfg: AccountsConfig, dir: string, h: AgentHandle, opts: { now?: () => Date; log?: (l: string) => void } = {}): MailAgent {
-  return { cfg, ctx: mailContext(cfg), dir, kb: new MailKb(h), now: opts.now ?? (() => new Date()), log: opts.log ?? (() => {}) };
+export function mailAgent(cfg: AccountsConfig, dir: string, h: AgentHandle, opts: { now?: () => Date; log?: (l: string) => void; progress?: ProgressSink } = {}): MailAgent {
+  return { cfg, ctx: mailContext(cfg), dir, kb: new MailKb(h), now: opts.now ?? (() => new Date()), log: opts.log ?? (() => {}), progress: opts.progress };
 }
 
 export function receiptStore(dir: string): ReceiptStore {
@@ -90,7 +93,7 @@ export async function syncMail(a: MailAgent, opts: { days: number; account?: str
         results.push({ account: acc.name, ok: false, error: `credentials: ${error}`, folders: [] });
         continue;
       }
-      const common = { credentials: creds, previous: stored.refs, since, now: a.now, log: a.log };
+      const common = { credentials: creds, previous: stored.refs, since, now: a.now, log: a.log, progress: a.progress };
       // An http URL is a loopback host's (the config refuses it elsewhere); the client re-checks every URL it is sent to (M22, M23).
       const r =
         acc.transport === "imap"

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { join as joinChannel, wire, type Medium } from "../../channel/index.js";
 import { createComposer } from "../composer/index.js";
+import { DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../../kb/progress.js";
 import { credentialsReport, formatCredentialsLine, loadAccountsConfig, type AccountsConfig } from "./config.js";
 import {
   DEFAULT_MAIL_AGENT,
@@ -41,6 +42,8 @@ interface Common {
   agent: string;
   channel: string;
   json?: boolean;
+  quiet?: boolean;
+  progressIntervalMs: number;
 }
 
 const whole = (v: string): number => {
@@ -75,7 +78,9 @@ function withCommon(c: Command, kb = true): Command {
     c.option("--url <url>", "the daemon's base URL (env KOINII_URL)", process.env.KOINII_URL ?? "http://127.0.0.1:4200")
       .option("--token <token>", "the mail agent's bearer token (env KOINII_TOKEN)", process.env.KOINII_TOKEN)
       .option("--agent <id>", "the mail agent's id; its context is Cx + the rest", process.env.KOINII_MAIL_AGENT ?? DEFAULT_MAIL_AGENT)
-      .option("--channel <cx>", "the channel its context is lifted under", process.env.KOINII_MAIL_CHANNEL ?? DEFAULT_MAIL_CHANNEL);
+      .option("--channel <cx>", "the channel its context is lifted under", process.env.KOINII_MAIL_CHANNEL ?? DEFAULT_MAIL_CHANNEL)
+      .option("--quiet", "no progress lines on stderr (a long sync)")
+      .option("--progress-interval-ms <ms>", "how often a long sync prints a progress line on stderr", whole, DEFAULT_PROGRESS_INTERVAL_MS);
   }
   return c;
 }
@@ -87,7 +92,8 @@ async function run(o: Common, fn: (a: MailAgent, medium: Medium, h: Awaited<Retu
   let code = 0;
   try {
     const h = await joinChannel(medium, o.channel, o.agent, { speaks: MAIL_ACTS_CONTEXT });
-    const a = mailAgent(cfg, o.dir, h, { log: out });
+    const progress = o.quiet ? undefined : { report: (p: Parameters<typeof progressLine>[0]) => err(progressLine(p)), intervalMs: o.progressIntervalMs };
+    const a = mailAgent(cfg, o.dir, h, { log: out, progress });
     code = (await fn(a, medium, h)) ?? 0;
   } catch (e) {
     if (e instanceof ResolveError) {

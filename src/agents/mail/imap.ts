@@ -10,6 +10,7 @@
  * command in flight, and only for commands that may carry literals or SASL responses.
  * Folders are opened with EXAMINE (imapflow `readOnly`), bodies fetched with BODY.PEEK[].
  */
+import type { ProgressSink } from "../../kb/progress.js";
 import { ImapFlow, type FetchMessageObject, type ListResponse } from "imapflow";
 import type { ImapAccount } from "./config.js";
 import { parseMessageIds, type FolderRole, type MailRef, type ParsedMail } from "./parse.js";
@@ -275,6 +276,8 @@ export interface ImapSyncOptions {
   now: () => Date;
   /** One line per folder, and per account failure. */
   log: (line: string) => void;
+  /** Where the sync reports how many messages it has read (none: silent). */
+  progress?: ProgressSink;
   trustedAuthservIds?: string[];
   /** Bodies per FETCH: the reference's 20. */
   chunk?: number;
@@ -292,7 +295,7 @@ const flagsOf = (m: FetchMessageObject) => [...(m.flags ?? [])].filter((f) => f 
  */
 export async function syncImapAccount(opts: ImapSyncOptions): Promise<AccountSyncResult> {
   const { account, log } = opts;
-  const acc = new AccountCollector(account.name, opts.previous, log);
+  const acc = new AccountCollector(account.name, opts.previous, log, opts.progress);
   let conn: GuardedImap | null = null;
   try {
     conn = await (opts.connect ?? ((a, c) => connectImap(imapEndpoint(a), c)))(account, opts.credentials);

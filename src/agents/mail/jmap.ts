@@ -8,6 +8,7 @@
  * credentials never go anywhere else. Each new message is downloaded as its raw blob and
  * parsed by the same `parseMessage` as IMAP, so body hashes agree across transports.
  */
+import type { ProgressSink } from "../../kb/progress.js";
 import { request } from "undici";
 import type { JmapAccount } from "./config.js";
 import { isLoopbackHost } from "./config.js";
@@ -187,6 +188,8 @@ export interface JmapSyncOptions {
   since: Date;
   now: () => Date;
   log: (line: string) => void;
+  /** Where the sync reports how many messages it has read (none: silent). */
+  progress?: ProgressSink;
   trustedAuthservIds?: string[];
   allowHttpLoopback?: boolean;
   /** For tests: inspect the client after the sync. */
@@ -199,7 +202,7 @@ export interface JmapSyncOptions {
  */
 export async function syncJmapAccount(opts: JmapSyncOptions): Promise<AccountSyncResult> {
   const { account, log } = opts;
-  const acc = new AccountCollector(account.name, opts.previous, log);
+  const acc = new AccountCollector(account.name, opts.previous, log, opts.progress);
   try {
     const client = new JmapClient({ url: account.url, credentials: opts.credentials, allowHttpLoopback: opts.allowHttpLoopback });
     opts.onClient?.(client);

@@ -4,6 +4,7 @@
  */
 import { parseMessage, type FetchMeta, type MailRef, type ParsedMail } from "./parse.js";
 import type { AccountSyncResult, FolderReport } from "./imap.js";
+import { ProgressMeter, type ProgressSink } from "../../kb/progress.js";
 
 export interface FetchedMessage {
   raw: string | Uint8Array;
@@ -61,12 +62,15 @@ export class AccountCollector {
   readonly folders: FolderReport[] = [];
   readonly sentMessageIds = new Set<string>();
   private readonly known: Map<string, MailRef>;
+  private readonly meter: ProgressMeter;
 
   constructor(
     readonly account: string,
     previous: readonly MailRef[],
     private readonly log: (line: string) => void,
+    progress?: ProgressSink,
   ) {
+    this.meter = new ProgressMeter(`syncing ${account}`, "messages", progress);
     this.known = new Map(previous.filter((r) => r.account === account).map((r) => [`${r.folder}\u0000${r.server_id}`, r]));
   }
 
@@ -78,7 +82,10 @@ export class AccountCollector {
   /** The previous sync's ref for this message, with its flags refreshed, if there was one. */
   reuse(folder: string, serverId: string, flags: readonly string[], syncedAt: string): boolean {
     const old = this.known.get(`${folder}\u0000${serverId}`);
-    if (old) this.refs.push(refreshFlags(old, flags, syncedAt));
+    if (old) {
+      this.refs.push(refreshFlags(old, flags, syncedAt));
+      this.meter.tick();
+    }
     return old !== undefined;
   }
 
@@ -87,6 +94,7 @@ export class AccountCollector {
     this.parsed.push(...b.parsed);
     this.refs.push(...b.parsed.map((p) => p.ref));
     this.failures.push(...b.failures);
+    this.meter.tick(batch.length);
   }
 
   /** A folder is done: remember the Sent Message-IDs, report it, print one line. */
@@ -97,6 +105,7 @@ export class AccountCollector {
   }
 
   result(): AccountSyncResult {
+    this.meter.end();
     const { account, refs, parsed, failures, folders, sentMessageIds, warnings } = this;
     return { account, ok: true, refs, parsed, failures, folders, sentMessageIds, warnings };
   }

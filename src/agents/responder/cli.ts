@@ -23,6 +23,7 @@ import { ChannelKb, defaultRecallPredicates } from "./channelkb.js";
 import { CharterError, envEnabled, loadCharter } from "./charter.js";
 import { startHttp } from "./http.js";
 import { type KillSwitch, noteSwitchedOff } from "./killswitch.js";
+import { resolveSecret } from "../../net/secret.js";
 import { NatsBus, defaultDmSubject, defaultEscalationSubject, escalationEvent } from "./nats.js";
 import { PlatformClient, parseTokenFile } from "./platform.js";
 import { readFileSync } from "node:fs";
@@ -67,6 +68,8 @@ interface RunOptions {
   natsEscalationSubject: string;
   bind: string;
   port: number;
+  ingestSecret?: string;
+  ingestSecretFile?: string;
   data: string;
   audit?: string;
   dedup?: string;
@@ -199,7 +202,9 @@ async function run(o: RunOptions): Promise<void> {
   });
   let http;
   try {
-    http = await startHttp({ host: o.bind, port: o.port, ingest: (dm) => service.ingest(dm, "http"), refused: (st, error) => service.refuseIngest("http", error, { status: st }), status, log: logLine });
+    const secret = resolveSecret({ given: o.ingestSecret, file: o.ingestSecretFile ?? join(o.data, "ingest.secret") });
+    if (secret.file) logLine("ingest secret written", { file: secret.file });
+    http = await startHttp({ host: o.bind, port: o.port, secret: secret.value, ingest: (dm) => service.ingest(dm, "http"), refused: (st, error) => service.refuseIngest("http", error, { status: st }), status, log: logLine });
   } catch (e) {
     logLine("cannot listen", { bind: o.bind, port: o.port, error: (e as Error).message });
     await booted.stop("listen_failed");
@@ -269,6 +274,8 @@ export function registerResponderCommand(program: Command): void {
     .option("--nats-escalation-subject <subject>", "subject escalations are published on", env.RESPONDER_NATS_ESCALATION_SUBJECT ?? defaultEscalationSubject)
     .option("--bind <addr>", "loopback address for POST /dm and GET /status (env RESPONDER_BIND)", env.RESPONDER_BIND ?? "127.0.0.1")
     .option("--port <n>", "port for POST /dm and GET /status, 0 = any (env RESPONDER_PORT)", port, envNumber("RESPONDER_PORT", defaultResponderPort))
+    .option("--ingest-secret <secret>", "the secret POST /dm and GET /status callers send as Authorization: Bearer (env RESPONDER_INGEST_SECRET; none = generate one into --ingest-secret-file)", env.RESPONDER_INGEST_SECRET)
+    .option("--ingest-secret-file <file>", "where a generated secret is written, mode 0600 (default <data>/ingest.secret; env RESPONDER_INGEST_SECRET_FILE)", env.RESPONDER_INGEST_SECRET_FILE)
     .option("--data <dir>", "holds audit.jsonl and processed.jsonl (env RESPONDER_DATA_DIR)", dataDir)
     .option("--audit <file>", "the audit chain (default <data>/audit.jsonl; env RESPONDER_AUDIT)", env.RESPONDER_AUDIT)
     .option("--dedup <file>", "the processed message ids (default <data>/processed.jsonl; env RESPONDER_DEDUP)", env.RESPONDER_DEDUP)

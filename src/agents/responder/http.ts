@@ -6,34 +6,31 @@
  * | `POST /dm` | 202 `{ok, query, message_id}` once the DM's query node is stored; 400 bad body; 413 too large; 415 not JSON (each of the three handed to `refused`, which audits it); 503 `kb_unavailable` while disconnected |
  * | `GET /status` | 200 the status document |
  * | anything else | 404 |
- * | any request from a non-loopback peer | 403 `{ok: false}` |
+ * | any request from a non-loopback peer | 403 `not-loopback` |
+ * | any request whose Host is not a bound loopback name (DNS rebinding) | 421 `misdirected` |
+ * | any request without the secret (`Authorization: Bearer <secret>`) | 401 `unauthorized` |
  *
  * The server binds a loopback address only (`bind` is refused otherwise) and checks every
- * peer address as well, so a proxy or a port forward cannot widen it silently.
+ * peer address, Host and secret as well (src/net/guard.ts), so neither a proxy or port
+ * forward, nor a page in a browser, nor another local process can speak for a sender.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { localDoor } from "../../net/guard.js";
+import { isLoopbackBind } from "../../net/loopback.js";
 import { parseIngest } from "./dmnode.js";
 import type { Dm } from "./gate.js";
 
 /** Largest `POST /dm` body. */
 export const maxIngestBodyBytes = 256 * 1024;
 
-/** 127.0.0.0/8, ::1 and their IPv4-mapped forms. */
-export function isLoopbackAddress(addr: string | undefined): boolean {
-  if (addr === undefined) return false;
-  const a = addr.startsWith("::ffff:") ? addr.slice(7) : addr;
-  return a === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
-}
-
-/** A bind address the responder accepts: loopback only. */
-export function isLoopbackBind(host: string): boolean {
-  return host === "localhost" || isLoopbackAddress(host);
-}
+export { isLoopbackAddress, isLoopbackBind } from "../../net/loopback.js";
 
 export interface HttpOptions {
   host: string;
   port: number;
+  /** Every request must carry it as `Authorization: Bearer <secret>`. */
+  secret: string;
   ingest: (dm: Dm) => Promise<{ query: number }>;
   /** A `POST /dm` refused as malformed (400, 413, 415), with the status and why. */
   refused?: (status: number, error: string) => void;
@@ -77,6 +74,7 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
   });
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
+  const door = localDoor(server, o.host, o.secret);
 
   /** A malformed event is answered and reported, never dropped silently. */
   function refuse(res: ServerResponse, status: number, type: string, error: string): void {
@@ -85,9 +83,10 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!isLoopbackAddress(req.socket.remoteAddress)) {
+    const refused = door(req);
+    if (refused) {
       req.resume();
-      send(res, 403, { ok: false });
+      send(res, refused.status, { ok: false, type: refused.type, error: refused.error });
       return;
     }
     const path = (req.url ?? "/").split("?")[0];

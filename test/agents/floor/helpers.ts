@@ -1,11 +1,15 @@
 /** Rigs for the floor tests that go through the KB: ingest posting and KB readouts. */
 import type { FloorDecision, RoomHistory } from "../../../src/agents/floor/index.js";
 
-/** POST a JSON body to the ingest endpoint; answers status and parsed body. */
+/** The ingest secret the tests start endpoints (and `koinii floor`) with. */
+export const INGEST_SECRET = "floor-test-ingest-secret-0123456789";
+export const ingestAuth = { authorization: `Bearer ${INGEST_SECRET}` };
+
+/** POST a JSON body to the ingest endpoint, with INGEST_SECRET unless `headers` say otherwise; answers status and parsed body. */
 export async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const r = await fetch(url + path, {
     method: "POST",
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": "application/json", ...ingestAuth, ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
   return { status: r.status, body: await r.json() };

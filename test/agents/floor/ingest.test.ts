@@ -1,16 +1,17 @@
 /** The loopback ingest endpoint: shapes it accepts, what it refuses, and how it maps time. */
 import { afterEach, describe, expect, it } from "vitest";
+import { rawExchange } from "../../daemon/helpers.js";
 import {
   FloorMachine,
   FloorSession,
   MAX_INGEST_BODY_BYTES,
-  isLoopbackAddress,
   startIngest,
   type Ingest,
 } from "../../../src/agents/floor/index.js";
 import { MemoryRecorder, ScriptedMouth } from "./doubles.js";
 import { ManualTime, WALL_EPOCH_MS as W } from "./fake-time.js";
-import { post } from "./helpers.js";
+import { INGEST_SECRET, ingestAuth, post } from "./helpers.js";
+import { isLoopbackAddress } from "../../../src/net/loopback.js";
 
 const open: Ingest[] = [];
 afterEach(async () => {
@@ -27,7 +28,7 @@ async function rig() {
     clock: time,
     scheduler: time,
   });
-  const ingest = await startIngest({ session, clock: time });
+  const ingest = await startIngest({ session, clock: time, secret: INGEST_SECRET });
   open.push(ingest);
   return { time, recorder, session, ingest };
 }
@@ -35,8 +36,8 @@ async function rig() {
 describe("ingest endpoint", () => {
   it("binds loopback only: a non-loopback address is refused before listening", async () => {
     const { session, time } = await rig();
-    await expect(startIngest({ session, clock: time, host: "0.0.0.0" })).rejects.toMatchObject({ type: "floor-session-options" });
-    for (const [host, ok] of [["127.0.0.1", true], ["127.8.9.10", true], ["::1", true], ["[::1]", true], ["::ffff:127.0.0.1", true], ["localhost", true], ["10.0.0.1", false], ["::", false], [undefined, false]] as const) {
+    await expect(startIngest({ session, clock: time, host: "0.0.0.0", secret: INGEST_SECRET })).rejects.toMatchObject({ type: "floor-session-options" });
+    for (const [host, ok] of [["127.0.0.1", true], ["127.8.9.10", true], ["::1", true], ["[::1]", true], ["::ffff:127.0.0.1", true], ["10.0.0.1", false], ["::", false], [undefined, false]] as const) {
       expect([host, isLoopbackAddress(host)]).toEqual([host, ok]);
     }
   });
@@ -57,7 +58,7 @@ describe("ingest endpoint", () => {
       ["cap-1", "alice", "Alice", 4_000, 4_800, 5_000],
       [minted.body.utteranceId, "bob", undefined, 4_900, 5_000, 5_000],
     ]);
-    expect((await (await fetch(ingest.url + "/floor")).json()) as unknown).toEqual({
+    expect((await (await fetch(ingest.url + "/floor", { headers: ingestAuth })).json()) as unknown).toEqual({
       ok: true,
       state: "engaged",
       holderId: "alice",
@@ -111,6 +112,24 @@ describe("ingest endpoint", () => {
       const r = await post(ingest.url, path, body, headers);
       expect([path, r.status, r.body.type]).toEqual([path, status, type]);
       expect(r.body.ok).toBe(false);
+    }
+    await session.idle();
+    expect(recorder.entries).toEqual([]);
+  });
+
+  it("takes no caller's word without the secret, and no page's under a foreign Host: 401 unauthorized, 421 misdirected, nothing heard", async () => {
+    const { ingest, recorder, session } = await rig();
+    const line = { speakerId: "alice", text: "hey clankie", startedAtMs: W };
+    for (const headers of [{ authorization: "" }, { authorization: "Bearer wrong-secret-0123456789" }, { authorization: `Basic ${INGEST_SECRET}` }, { authorization: `Bearer ${INGEST_SECRET}x` }]) {
+      const r = await post(ingest.url, "/utterance", line, headers);
+      expect([headers.authorization, r.status, r.body.type]).toEqual([headers.authorization, 401, "unauthorized"]);
+    }
+    expect((await fetch(ingest.url + "/floor")).status).toBe(401);
+    const body = JSON.stringify(line);
+    for (const host of [`evil.example:${ingest.port}`, "evil.example", `127.0.0.1:${ingest.port + 1}`]) {
+      const a = await rawExchange(ingest.port, `POST /utterance HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${INGEST_SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      expect([host, /^HTTP\/1\.1 (\d+)/.exec(a)?.[1]]).toEqual([host, "421"]);
+      expect(a).toContain('"type":"misdirected"');
     }
     await session.idle();
     expect(recorder.entries).toEqual([]);

@@ -12,7 +12,8 @@ import { registerAgent, wire, type Medium } from "../../../src/channel/index.js"
 import { readRoom } from "../../../src/agents/floor/index.js";
 import { ADMIN_TOKEN, MAIN, eventually, spawnDaemon, type Daemon } from "../../channel/helpers.js";
 import { json, message, startMessagesApi, type MessagesApi } from "../composer/messages-api.js";
-import { kbDecisions, kbOutcomes, post } from "./helpers.js";
+import { INGEST_SECRET, kbDecisions, kbOutcomes, post } from "./helpers.js";
+import { statSync, readFileSync } from "node:fs";
 
 const ROOM = "CxRoomLobby";
 let daemon: Daemon;
@@ -58,7 +59,7 @@ describe("koinii floor (a real process against a real daemon)", () => {
   it("--help lists every option", () => {
     const r = spawnSync(process.execPath, [MAIN, "floor", "--help"], { env: floorEnv(), encoding: "utf8" });
     expect(r.status).toBe(0);
-    for (const opt of ["--url", "--token", "--room", "--persona", "--ingest-port", "--ingest-host"]) expect(r.stdout).toContain(opt);
+    for (const opt of ["--url", "--token", "--room", "--persona", "--ingest-port", "--ingest-host", "--ingest-secret", "--ingest-secret-file"]) expect(r.stdout).toContain(opt);
   });
 
   it("refuses a persona that does not parse, and a non-loopback ingest address, with exit 1", () => {
@@ -76,8 +77,9 @@ describe("koinii floor (a real process against a real daemon)", () => {
     const { token } = await registerAgent(admin, "AgentClankie", { displayName: "Clankie" });
     const persona = join(dir, "persona.json");
     writeFileSync(persona, JSON.stringify({ id: "AgentClankie", names: ["Clankie"], replyPolicy: "addressed", voice: "Brief." }));
-    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", ROOM, "--persona", persona, "--ingest-port", "0"]);
+    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", ROOM, "--persona", persona, "--ingest-port", "0", "--ingest-secret", INGEST_SECRET]);
     const url = await floor.url;
+    expect((await post(url, "/utterance", { speakerId: "mallory", text: "hey clankie", startedAtMs: Date.now() }, { authorization: "" })).status).toBe(401);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const now = Date.now();
     const lines: [string, string, string][] = [
@@ -121,7 +123,7 @@ describe("koinii floor (a real process against a real daemon)", () => {
     const { token } = await registerAgent(admin, agent, { displayName: "Clankie" });
     const persona = join(dir, `${agent}.json`);
     writeFileSync(persona, JSON.stringify({ id: agent, names: ["Clankie"], replyPolicy: "addressed", voice: "Brief." }));
-    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", room, "--persona", persona, "--ingest-port", "0"], extraEnv);
+    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", room, "--persona", persona, "--ingest-port", "0", "--ingest-secret", INGEST_SECRET], extraEnv);
     return { floor, url: await floor.url };
   }
 
@@ -221,5 +223,21 @@ describe("koinii floor (a real process against a real daemon)", () => {
       expect(await floor.exited).toBe(0);
       expect(floor.stderr()).not.toContain("floor error");
     });
+  });
+  it("without --ingest-secret, generates one into --ingest-secret-file (mode 0600) and requires it", async () => {
+    const { token } = await registerAgent(admin, "AgentSecretive", { displayName: "Secretive" });
+    const persona = join(dir, "secretive.json");
+    writeFileSync(persona, JSON.stringify({ id: "AgentSecretive", names: ["Secretive"], replyPolicy: "addressed", voice: "Brief." }));
+    const file = join(dir, "nested", "floor.secret");
+    const floor = startFloor(["--url", daemon.url, "--token", token!, "--room", "CxRoomSecret", "--persona", persona, "--ingest-port", "0", "--ingest-secret-file", file]);
+    const url = await floor.url;
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const secret = readFileSync(file, "utf8").trim();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const line = { speakerId: "alice", text: "hello", startedAtMs: Date.now() };
+    expect((await post(url, "/utterance", line, { authorization: `Bearer ${INGEST_SECRET}` })).status).toBe(401);
+    expect((await post(url, "/utterance", line, { authorization: `Bearer ${secret}` })).status).toBe(202);
+    floor.proc.kill("SIGTERM");
+    expect(await floor.exited).toBe(0);
   });
 });

@@ -24,7 +24,7 @@ import {
 import { spawnDaemon, type Daemon } from "../../channel/helpers.js";
 import { ScriptedMouth } from "./doubles.js";
 import { ManualTime, WALL_EPOCH_MS as W } from "./fake-time.js";
-import { kbDecisions, kbOutcomes, post } from "./helpers.js";
+import { INGEST_SECRET, kbDecisions, kbOutcomes, post } from "./helpers.js";
 
 const ROOM = "CxRoomStandup";
 const AGENT = "AgentClankie";
@@ -61,7 +61,7 @@ async function floorRig(room: string, agent: string, mouth: Mouth) {
     occupantName: (id) => ({ alice: "Alice", bob: "Bob" })[id as string],
     onError: (e) => errors.push(e),
   });
-  const ingest: Ingest = await startIngest({ session, clock: time, onError: (e) => errors.push(e) });
+  const ingest: Ingest = await startIngest({ session, clock: time, secret: INGEST_SECRET, onError: (e) => errors.push(e) });
   /** Move the clock to `ms` (firing due timers), run `fn`, wait until turns settle and records reach the daemon. */
   async function at(ms: number, fn: () => unknown = () => {}): Promise<void> {
     time.advanceTo(ms);

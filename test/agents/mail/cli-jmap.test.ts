@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAIN, spawnDaemon, tempDir, type Daemon } from "../../daemon/helpers.js";
 import { rawMail } from "./fixtures.js";
-import { adminImap, ensureMailServers, freshCyrusUser, type MailEnv, type TestUser } from "./servers.js";
+import { adminImap, mailServers, freshCyrusUser, type MailEnv, type TestUser } from "./servers.js";
 
 const run = promisify(execFile);
 
@@ -34,7 +34,7 @@ const jmapAccount = (name: string, url: string, address = `${u.user}@${env.domai
 const writeConfig = (account: unknown[]) => writeFileSync(join(dir, "accounts.json"), JSON.stringify({ account }));
 
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
   daemon = await spawnDaemon();
   u = freshCyrusUser(env);
   dir = tempDir();

@@ -14,7 +14,7 @@ import { Secret } from "../../../src/agents/mail/secrets.js";
 import { smtpSubmitter } from "../../../src/agents/mail/smtp.js";
 import { MAIN, spawnDaemon, tempDir, type Daemon } from "../../daemon/helpers.js";
 import { rawMail } from "./fixtures.js";
-import { ensureMailServers, freshUser, messageIdCounts, type MailEnv, type TestUser } from "./servers.js";
+import { mailServers, freshUser, messageIdCounts, type MailEnv, type TestUser } from "./servers.js";
 
 const run = promisify(execFile);
 
@@ -53,7 +53,7 @@ const statusRow = async (tid: string): Promise<Row> => {
 };
 
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
   daemon = await spawnDaemon();
   us = freshUser(env, "snd");
   them = freshUser(env, "rcv");

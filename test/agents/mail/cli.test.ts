@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join as joinChannel, poseQuery, assert as assertClaim, wire, type Medium } from "../../../src/channel/index.js";
 import { MAIN, spawnDaemon, tempDir, type Daemon } from "../../daemon/helpers.js";
 import { rawMail } from "./fixtures.js";
-import { adminImap, ensureMailServers, freshUser, messageIdCounts, serverFlags, type MailEnv, type TestUser } from "./servers.js";
+import { adminImap, mailServers, freshUser, messageIdCounts, serverFlags, type MailEnv, type TestUser } from "./servers.js";
 
 const run = promisify(execFile);
 
@@ -88,7 +88,7 @@ const kbBytes = () =>
     .join("\n");
 
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
   daemon = await spawnDaemon();
   medium = wire({ url: daemon.url });
   u = freshUser(env, "cli");

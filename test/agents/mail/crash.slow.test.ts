@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReceiptStore } from "../../../src/agents/mail/receipts.js";
-import { ensureMailServers, freshUser, messageIdCounts, type MailEnv } from "./servers.js";
+import { mailServers, freshUser, messageIdCounts, type MailEnv } from "./servers.js";
 
 const FIXTURE = new URL("../../../dist/test/agents/mail/fixtures/crash-sender.js", import.meta.url).pathname;
 const N = 1000;
@@ -18,7 +18,7 @@ const MIN_PENDING_MS = 1500;
 
 let env: MailEnv;
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
 }, 120_000);
 
 interface Run {

@@ -1,6 +1,6 @@
 /**
  * JMAP against a real server: Cyrus IMAP 3.6's JMAP (Debian's cyrus-caldav httpd), started
- * by .ci/services/mail.sh. The same mailbox synced over JMAP and over the guarded IMAP
+ * by scripts/provision/mail.sh. The same mailbox synced over JMAP and over the guarded IMAP
  * client gives the same refs (the JMAP client parses the raw blob, so body hashes agree).
  */
 import { beforeAll, describe, expect, it } from "vitest";
@@ -9,11 +9,11 @@ import { parseAccountsConfig, type ImapAccount, type MailRef } from "../../../sr
 import { JmapClient, JmapRefusal, syncJmapAccount } from "../../../src/agents/mail/jmap.js";
 import { Secret } from "../../../src/agents/mail/secrets.js";
 import { rawMail } from "./fixtures.js";
-import { adminImap, ensureMailServers, freshCyrusUser, type MailEnv } from "./servers.js";
+import { adminImap, mailServers, freshCyrusUser, type MailEnv } from "./servers.js";
 
 let env: MailEnv;
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
 }, 120_000);
 
 const comparable = (r: MailRef) => ({

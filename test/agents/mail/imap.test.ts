@@ -1,5 +1,5 @@
 /**
- * IMAP sync against a real Dovecot (.ci/services/mail.sh): the read-only guard, BODY.PEEK,
+ * IMAP sync against a real Dovecot (scripts/provision/mail.sh): the read-only guard, BODY.PEEK,
  * a failed account keeping its refs, per-folder progress.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,12 +17,12 @@ import {
 } from "../../../src/agents/mail/imap.js";
 import { parseAccountsConfig, type ImapAccount } from "../../../src/agents/mail/index.js";
 import { Secret } from "../../../src/agents/mail/secrets.js";
-import { adminImap, ensureMailServers, freshUser, recordingProxy, serverFlags, type MailEnv, type TestUser } from "./servers.js";
+import { adminImap, mailServers, freshUser, recordingProxy, serverFlags, type MailEnv, type TestUser } from "./servers.js";
 import { rawMail } from "./fixtures.js";
 
 let env: MailEnv;
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
 }, 120_000);
 
 function account(u: TestUser, port?: number): ImapAccount {

@@ -14,11 +14,11 @@ import { Secret } from "../../../src/agents/mail/secrets.js";
 import { imapSentCopy, reconcileReceipts, sendReply, submitWithReceipt } from "../../../src/agents/mail/send.js";
 import { smtpSubmitter } from "../../../src/agents/mail/smtp.js";
 import { rawMail } from "./fixtures.js";
-import { adminImap, doveadm, ensureMailServers, freshUser, messageIdCounts, type MailEnv, type TestUser } from "./servers.js";
+import { adminImap, doveadm, mailServers, freshUser, messageIdCounts, type MailEnv, type TestUser } from "./servers.js";
 
 let env: MailEnv;
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
 }, 120_000);
 
 const NOW = () => new Date().toISOString();

@@ -1,15 +1,14 @@
 /**
- * The real mail servers for the network tests: Dovecot (IMAP, LMTP) and the smtp-server
- * submission path, started by .ci/services/mail.sh. `ensureMailServers` starts them when
- * they are not listening; if that fails the suite fails (it never skips).
+ * The real mail servers for the network tests: Dovecot (IMAP, LMTP), the smtp-server
+ * submission path and Cyrus (JMAP), brought up before the suite by scripts/provision.sh
+ * (test/global-setup.ts), which hands their addresses to the tests in KOINII_MAIL_* and
+ * KOINII_CYRUS_*. A test never starts or installs them; if they are not there it fails.
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import net from "node:net";
 import { ImapFlow } from "imapflow";
-
-const ROOT = new URL("../../../", import.meta.url).pathname;
 
 export interface MailEnv {
   host: string;
@@ -24,30 +23,24 @@ export interface MailEnv {
   cyrusSasldb: string;
 }
 
-function readEnvFile(): Record<string, string> {
-  const p = `${ROOT}.ci/services/mail.env`;
-  if (!existsSync(p)) return {};
-  return Object.fromEntries(
-    readFileSync(p, "utf8")
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
+function need(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the tests through vitest (its global setup runs scripts/provision.sh)`);
+  return v;
 }
 
 export function mailEnv(): MailEnv {
-  const f = { ...readEnvFile(), ...process.env };
   return {
-    host: f.KOINII_MAIL_HOST ?? "127.0.0.1",
-    imapPort: Number(f.KOINII_MAIL_IMAP_PORT ?? 10143),
-    smtpPort: Number(f.KOINII_MAIL_SMTP_PORT ?? 10587),
-    lmtpPort: Number(f.KOINII_MAIL_LMTP_PORT ?? 10024),
-    domain: f.KOINII_MAIL_DOMAIN ?? "koinii.test",
-    usersDir: f.KOINII_MAIL_USERS_DIR ?? "/var/lib/koinii-mail/users.d",
-    dovecotConf: f.KOINII_MAIL_DOVECOT_CONF ?? "/var/lib/koinii-mail/dovecot.conf",
-    cyrusImapPort: Number(f.KOINII_CYRUS_IMAP_PORT ?? 11143),
-    cyrusHttpPort: Number(f.KOINII_CYRUS_HTTP_PORT ?? 11080),
-    cyrusSasldb: f.KOINII_CYRUS_SASLDB ?? "/var/lib/koinii-cyrus/sasldb2",
+    host: need("KOINII_MAIL_HOST"),
+    imapPort: Number(need("KOINII_MAIL_IMAP_PORT")),
+    smtpPort: Number(need("KOINII_MAIL_SMTP_PORT")),
+    lmtpPort: Number(need("KOINII_MAIL_LMTP_PORT")),
+    domain: need("KOINII_MAIL_DOMAIN"),
+    usersDir: need("KOINII_MAIL_USERS_DIR"),
+    dovecotConf: need("KOINII_MAIL_DOVECOT_CONF"),
+    cyrusImapPort: Number(need("KOINII_CYRUS_IMAP_PORT")),
+    cyrusHttpPort: Number(need("KOINII_CYRUS_HTTP_PORT")),
+    cyrusSasldb: need("KOINII_CYRUS_SASLDB"),
   };
 }
 
@@ -59,16 +52,13 @@ function listening(port: number, host = "127.0.0.1"): Promise<boolean> {
   });
 }
 
-/** Start the servers through mail.sh unless all three ports answer. Throws if they cannot be started. */
-export async function ensureMailServers(): Promise<MailEnv> {
-  let env = mailEnv();
-  const up = async () => (await Promise.all([env.imapPort, env.smtpPort, env.lmtpPort, env.cyrusImapPort, env.cyrusHttpPort].map((p) => listening(p, env.host)))).every(Boolean);
-  if (!(await up()) || !existsSync(env.dovecotConf)) {
-    const out = execFileSync("bash", [`${ROOT}.ci/services/mail.sh`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    process.stdout.write(out);
-    env = mailEnv();
-    if (!(await up())) throw new Error("mail servers are not listening after .ci/services/mail.sh");
-  }
+/** The provisioned servers' addresses; throws (never skips) when any of them is not listening. */
+export async function mailServers(): Promise<MailEnv> {
+  const env = mailEnv();
+  const ports = [env.imapPort, env.smtpPort, env.lmtpPort, env.cyrusImapPort, env.cyrusHttpPort];
+  const up = await Promise.all(ports.map((p) => listening(p, env.host)));
+  const down = ports.filter((_, i) => !up[i]);
+  if (down.length > 0) throw new Error(`mail servers not listening on ${down.join(", ")}: scripts/provision.sh mail brings them up`);
   return env;
 }
 

@@ -12,11 +12,11 @@ import { STATE_RULES, groupThreads, parseAccountsConfig, threadStatus, type Imap
 import { Secret } from "../../../src/agents/mail/secrets.js";
 import { CTX, OURS, rawOf } from "./fixtures.js";
 import { CASES, NOW, inputOf, oneThread, promisedOf } from "./state-cases.js";
-import { adminImap, ensureMailServers, freshUser, serverFlags, type MailEnv } from "./servers.js";
+import { adminImap, mailServers, freshUser, serverFlags, type MailEnv } from "./servers.js";
 
 let env: MailEnv;
 beforeAll(async () => {
-  env = await ensureMailServers();
+  env = await mailServers();
 }, 120_000);
 
 describe("thread situations as real Dovecot mailboxes", () => {

@@ -3,6 +3,7 @@
  * shape, recall, replies and escalations as knowledge, catch-up with its bounds and dedup,
  * and the loopback HTTP surface. The same code runs over the wire in e2e.slow.test.ts.
  */
+import { rawExchange } from "../../daemon/helpers.js";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { request } from "undici";
 import { answersTo, join, local, type Medium, poseQuery, speakerOf, answerContent } from "../../../src/channel/index.js";
@@ -189,11 +190,14 @@ describe("catch-up", () => {
 });
 
 describe("the loopback HTTP surface", () => {
+  const SECRET = "responder-test-secret-0123456789";
+  const auth = { authorization: `Bearer ${SECRET}` };
+
   it("POST /dm ingests, GET /status answers, bad bodies are refused, and only loopback peers are served", async () => {
     const seen: Dm[] = [];
-    const http = await startHttp({ host: "127.0.0.1", port: 0, ingest: async (d) => (seen.push(d), { query: 42 }), status: () => ({ ok: true, x: 1 }), log: () => undefined });
+    const http = await startHttp({ host: "127.0.0.1", port: 0, secret: SECRET, ingest: async (d) => (seen.push(d), { query: 42 }), status: () => ({ ok: true, x: 1 }), log: () => undefined });
     onTestFinished(() => http.close());
-    const post = (body: string, ct = "application/json") => request(`${http.url}/dm`, { method: "POST", body, headers: { "content-type": ct } });
+    const post = (body: string, ct = "application/json") => request(`${http.url}/dm`, { method: "POST", body, headers: { "content-type": ct, ...auth } });
     const ok = await post(JSON.stringify({ conversationId: "c1", messageId: "m1", senderId: FRIEND, senderName: "Rex", text: "hi" }));
     expect(ok.statusCode).toBe(202);
     expect(await ok.body.json()).toEqual({ ok: true, query: 42, message_id: "m1" });
@@ -202,16 +206,35 @@ describe("the loopback HTTP surface", () => {
     expect((await post(JSON.stringify({ text: "no ids" }))).statusCode).toBe(400);
     expect((await post("{}", "text/plain")).statusCode).toBe(415);
     expect((await post(JSON.stringify({ conversationId: "c", senderId: "s", text: "x".repeat(300_000) }))).statusCode).toBe(413);
-    const st = await request(`${http.url}/status`);
+    const st = await request(`${http.url}/status`, { headers: auth });
     expect(st.statusCode).toBe(200);
     expect(await st.body.json()).toEqual({ ok: true, x: 1 });
-    expect((await request(`${http.url}/nope`)).statusCode).toBe(404);
+    expect((await request(`${http.url}/nope`, { headers: auth })).statusCode).toBe(404);
     expect(isLoopbackAddress("127.0.0.1")).toBe(true);
     expect(isLoopbackAddress("::ffff:127.0.0.1")).toBe(true);
     expect(isLoopbackAddress("::1")).toBe(true);
     expect(isLoopbackAddress("10.0.0.1")).toBe(false);
     expect(isLoopbackAddress("::ffff:192.168.1.2")).toBe(false);
     expect(isLoopbackAddress(undefined)).toBe(false);
-    await expect(startHttp({ host: "0.0.0.0", port: 0, ingest: async () => ({ query: 1 }), status: () => ({}), log: () => undefined })).rejects.toThrow(/loopback only/);
+    await expect(startHttp({ host: "0.0.0.0", port: 0, secret: SECRET, ingest: async () => ({ query: 1 }), status: () => ({}), log: () => undefined })).rejects.toThrow(/loopback only/);
+  });
+
+  it("takes no caller's word for a sender without the secret (401), nor under a foreign Host (421): nothing is ingested", async () => {
+    const seen: Dm[] = [];
+    const http = await startHttp({ host: "127.0.0.1", port: 0, secret: SECRET, ingest: async (d) => (seen.push(d), { query: 42 }), status: () => ({ ok: true }), log: () => undefined });
+    onTestFinished(() => http.close());
+    const dm = JSON.stringify({ conversationId: "c1", messageId: "m1", senderId: FRIEND, senderName: "Rex", text: "hi" });
+    for (const authorization of ["", "Bearer wrong-secret-0123456789", `Basic ${SECRET}`, `Bearer ${SECRET}x`]) {
+      const r = await request(`${http.url}/dm`, { method: "POST", body: dm, headers: { "content-type": "application/json", authorization } });
+      expect([authorization, r.statusCode, ((await r.body.json()) as { type: string }).type]).toEqual([authorization, 401, "unauthorized"]);
+    }
+    expect((await request(`${http.url}/status`)).statusCode).toBe(401);
+    const port = Number(new URL(http.url).port);
+    for (const host of [`evil.example:${port}`, "evil.example", `localhost:${port + 1}`]) {
+      const a = await rawExchange(port, `POST /dm HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${dm.length}\r\nConnection: close\r\n\r\n${dm}`);
+      expect([host, /^HTTP\/1\.1 (\d+)/.exec(a)?.[1]]).toEqual([host, "421"]);
+      expect(a).toContain('"type":"misdirected"');
+    }
+    expect(seen).toEqual([]);
   });
 });

@@ -5,9 +5,9 @@
  * responder the way the world does: POST /dm, NATS `KANNAKA.events.obc.dm_message`, and DM
  * query nodes another agent writes into the channel while the responder is down.
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { request } from "undici";
@@ -26,17 +26,11 @@ const JWT = "test-platform-jwt-0123456789";
 const ESCALATION_SUBJECT = "KANNAKA.events.obc.responder_escalation";
 const DM_SUBJECT = "KANNAKA.events.obc.dm_message";
 
-/** nats-server from Debian: installed here under CI, otherwise a clear failure naming the fix. */
-function ensureNatsServer(): string {
-  const which = () => spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" }).stdout.trim();
-  let bin = which();
-  if (bin.length > 0) return bin;
-  if (process.env.CI === "true") {
-    execFileSync("sh", ["-c", "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nats-server"], { stdio: "inherit" });
-    bin = which();
-    if (bin.length > 0) return bin;
-  }
-  throw new Error("nats-server is not installed: run `apt-get update && apt-get install -y nats-server` (Debian package nats-server), or set CI=true to let this test install it");
+/** nats-server, provisioned before the suite by scripts/provision.sh (test/global-setup.ts). */
+function natsServerBin(): string {
+  const bin = process.env.KOINII_TEST_NATS_SERVER;
+  if (!bin) throw new Error("KOINII_TEST_NATS_SERVER is not set: run the tests through vitest (its global setup runs scripts/provision.sh)");
+  return bin;
 }
 
 interface Nats {
@@ -99,10 +93,10 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     ]);
   }
 
-  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`)).body.json());
+  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`, { headers: responder!.auth() })).body.json());
   const ready = () => until(status, (s) => s.kb.connected === true && s.kb.catchups >= 1 && s.nats?.connected === true, "responder connected and caught up");
   const postDm = async (body: unknown) => {
-    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json", ...responder!.auth() }, body: JSON.stringify(body) });
     return { status: r.statusCode, body: (await r.body.json()) as any };
   };
   const nodeOf = async (messageId: string, asker = AGENT) =>
@@ -111,7 +105,7 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
   const refusals = (q: number) => admin.match(`(refuse ${AGENT} (sentexHandle ${q}))`, "CxResponder");
 
   beforeAll(async () => {
-    const bin = ensureNatsServer();
+    const bin = natsServerBin();
     nats = await startNats(bin);
     nc = await natsConnect({ servers: nats.url });
     nc.subscribe(ESCALATION_SUBJECT, { callback: (_e, m) => escalations.push(JSON.parse(Buffer.from(m.data).toString("utf8")) as Record<string, unknown>) });
@@ -230,6 +224,11 @@ describe("the responder end to end (daemon, responder, DM platform and nats-serv
     expect(s.charter_sha256).toBe(createHash("sha256").update(readFileSync(charterPath)).digest("hex"));
     expect(s.audit.head).toBe(lastLineHash(auditPath));
     expect(s.audit.path).toBe(auditPath);
+    // The secret was generated at start into a file only the user can read, and is required.
+    expect(statSync(pathJoin(dir, "responder", "ingest.secret")).mode & 0o777).toBe(0o600);
+    expect((await request(`${responder!.url}/status`)).statusCode).toBe(401);
+    const forged = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ conversationId: "c9", messageId: "msg-forged", senderId: "someone", text: "hi" }) });
+    expect(forged.statusCode).toBe(401);
   });
 
   it("verify-audit passes on the chain produced, and fails a tampered copy at the right line", async () => {

@@ -59,10 +59,13 @@ export interface ResponderProc {
   proc: ChildProcess;
   stderr: () => string;
   exited: Promise<number | string>;
+  /** The Authorization header its HTTP surface requires: the secret it generated at start into <data>/ingest.secret (mode 0600), as a feeding process reads it. */
+  auth(): Record<string, string>;
 }
 
 /** Spawn `koinii responder <args>` with RESPONDER_ENABLED=1 and no model; resolves once it listens. */
 export function spawnResponder(args: string[]): Promise<ResponderProc> {
+  if (!args.includes("--data")) throw new Error("spawnResponder needs --data (its ingest secret is read from there)");
   const env: NodeJS.ProcessEnv = { ...process.env, RESPONDER_ENABLED: "1" };
   delete env.ANTHROPIC_API_KEY; // the deterministic composer: no model in the loop
   const proc = spawn(process.execPath, [MAIN, "responder", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -74,7 +77,9 @@ export function spawnResponder(args: string[]): Promise<ResponderProc> {
     proc.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /koinii responder listening on (http:\/\/\S+)\n/.exec(out);
-      if (m) resolve({ url: m[1]!, proc, stderr: () => err, exited });
+      const data = args[args.indexOf("--data") + 1]!;
+      const auth = () => ({ authorization: `Bearer ${readFileSync(join(data, "ingest.secret"), "utf8").trim()}` });
+      if (m) resolve({ url: m[1]!, proc, stderr: () => err, exited, auth });
     });
     void exited.then((code) => reject(new Error(`responder exited (${code}) before listening: ${err}`)));
   });

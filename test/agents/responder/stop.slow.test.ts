@@ -49,12 +49,12 @@ describe("the responder loses nothing on stop and audits every decision (real pr
       "--catchup-max-age-s", "3600",
       "--catchup-max-count", "200",
     ]));
-  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`)).body.json());
+  const status = async (): Promise<any> => (await (await request(`${responder!.url}/status`, { headers: responder!.auth() })).body.json());
   /** Connected, caught up, and nothing queued, in flight or waiting for its KB record. */
   const idle = () =>
     until(status, (s) => s.kb.connected && s.kb.catchups >= 1 && s.stats.queued === 0 && s.kb.inflight === 0 && s.kb.pendingRecords === 0, "the responder is idle", 60_000);
   const post = async (body: unknown, contentType = "application/json") => {
-    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": contentType }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const r = await request(`${responder!.url}/dm`, { method: "POST", headers: { "content-type": contentType, ...responder!.auth() }, body: typeof body === "string" ? body : JSON.stringify(body) });
     return { status: r.statusCode, body: (await r.body.json()) as any };
   };
   const friendDm = (senderId = FRIEND) => {

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Mail servers for the mail agent's tests (issue 8; docs/agents-mail.md "Network layer").
-# Idempotent; run as root on a fresh Debian 12 machine, from the repository (after `npm ci`:
-# the submission server uses the repository's smtp-server and nodemailer).
+# Mail servers for the mail agent's tests (docs/agents-mail.md "Network layer"), started by
+# scripts/provision.sh. Idempotent; needs root on Debian 12 (it adds system users and writes
+# under /var/lib), and runs from the repository after `npm ci` (the submission server uses
+# the repository's smtp-server and nodemailer).
 #
 #   Dovecot 2.3 (Debian's dovecot-imapd, dovecot-lmtpd), a throwaway instance under
 #   $KOINII_MAIL_DIR (default /var/lib/koinii-mail): IMAP and LMTP on 127.0.0.1 only,
 #   plaintext auth (loopback only, no TLS), passwd-files of test users, maildir storage.
-#   SMTP submission: .ci/services/smtp-submission.mjs (the npm smtp-server package) on
+#   SMTP submission: scripts/provision/smtp-submission.mjs (the npm smtp-server package) on
 #   127.0.0.1, AUTH against the same passwd-files, each message handed to Dovecot's LMTP
 #   before the 250 reply; a copy goes to the sender's Sent folder in the same LMTP
 #   transaction (sender+Sent@, lmtp_save_to_detail_mailbox) unless the sender's local part
@@ -16,13 +17,11 @@
 #   no TLS) on 127.0.0.1, users in a sasldb (tests add theirs with saslpasswd2), mailboxes
 #   autocreated on first login with a \Sent folder.
 #
-# Leaves both running, prints what it started, and writes the connection details to
-# .ci/services/mail.env (tests read that file, or the same defaults).
+# Leaves both running, says on stderr what it started, and prints the connection details as
+# KEY=VALUE lines on stdout (the tests' environment).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
-# Test suites may start this concurrently (ensureMailServers): one at a time.
-exec 9>/var/lock/koinii-mail.lock
-flock 9
 REPO=$(pwd)
 DIR=${KOINII_MAIL_DIR:-/var/lib/koinii-mail}
 IMAP_PORT=${KOINII_MAIL_IMAP_PORT:-10143}
@@ -36,20 +35,28 @@ CYRUS_LMTP_PORT=${KOINII_CYRUS_LMTP_PORT:-11024}
 CONF=$DIR/dovecot.conf
 USERS=$DIR/users.d
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 # cyrus-imapd Conflicts with dovecot-imapd (both provide imap-server), so it is not installed:
 # its imapd binary is unpacked from the .deb into $CYRUS_DIR/bin (below). httpd (JMAP) is in
 # cyrus-caldav, master and lmtpd in cyrus-common.
-PKGS="dovecot-imapd dovecot-lmtpd cyrus-common cyrus-caldav sasl2-bin"
-# shellcheck disable=SC2086
-if ! dpkg -s $PKGS >/dev/null 2>&1; then
-  echo "mail.sh: installing $PKGS"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
+print_env() {
+  export_env KOINII_MAIL_DIR "$DIR"
+  export_env KOINII_MAIL_HOST 127.0.0.1
+  export_env KOINII_MAIL_IMAP_PORT "$IMAP_PORT"
+  export_env KOINII_MAIL_LMTP_PORT "$LMTP_PORT"
+  export_env KOINII_MAIL_SMTP_PORT "$SMTP_PORT"
+  export_env KOINII_MAIL_DOMAIN "$DOMAIN"
+  export_env KOINII_MAIL_USERS_DIR "$USERS"
+  export_env KOINII_MAIL_DOVECOT_CONF "$CONF"
+  export_env KOINII_CYRUS_IMAP_PORT "$CYRUS_IMAP_PORT"
+  export_env KOINII_CYRUS_HTTP_PORT "$CYRUS_HTTP_PORT"
+  export_env KOINII_CYRUS_SASLDB "$CYRUS_DIR/sasldb2"
+}
+all_up() { for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT" "$CYRUS_IMAP_PORT" "$CYRUS_HTTP_PORT"; do port_open "$p" || return 1; done; }
+if ! is_root; then
+  all_up && [ -f "$CONF" ] && { print_env; exit 0; }
+  die "the mail servers (Dovecot, SMTP submission, Cyrus) need root to start: run \`sudo bash scripts/provision.sh mail\` once, then start the tests again"
 fi
+need_debs dovecot-imapd dovecot-lmtpd cyrus-common cyrus-caldav sasl2-bin
 # Debian's own instance is not used; stop it if the package's scripts started one.
 if [ -f /run/dovecot/master.pid ] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
   dovecot -c /etc/dovecot/dovecot.conf stop || true
@@ -131,21 +138,21 @@ if ! cmp -s "$CONF.new" "$CONF" 2>/dev/null; then mv "$CONF.new" "$CONF"; change
 
 # Liveness is judged by the ports (a killed process can linger as a zombie and pass kill -0).
 if port_open "$IMAP_PORT" && port_open "$LMTP_PORT"; then
-  if [ $changed = 1 ]; then dovecot -c "$CONF" reload 9>&- </dev/null >/dev/null; echo "mail.sh: dovecot reloaded ($CONF)"; sleep 1; fi
+  if [ $changed = 1 ]; then dovecot -c "$CONF" reload 9>&- </dev/null >/dev/null; say "dovecot reloaded ($CONF)"; sleep 1; fi
 else
   dovecot -c "$CONF" stop 2>/dev/null || true
   # Daemons get neither the lock (fd 9) nor the caller's stdout/stderr: a caller that waits
   # for the output to close (execFileSync in the tests) would otherwise wait forever.
-  dovecot -c "$CONF" 9>&- </dev/null >>"$DIR/start.log" 2>&1 || { cat "$DIR/start.log" >&2; exit 1; }
-  echo "mail.sh: started dovecot (pid $(cat "$DIR/run/master.pid")), IMAP 127.0.0.1:$IMAP_PORT, LMTP 127.0.0.1:$LMTP_PORT, config $CONF, log $DIR/dovecot.log"
+  dovecot -c "$CONF" 9>&- </dev/null >>"$DIR/start.log" 2>&1 || { cat "$DIR/start.log" >&2; die "dovecot did not start (log above, $DIR/start.log)"; }
+  say "started dovecot (pid $(cat "$DIR/run/master.pid")), IMAP 127.0.0.1:$IMAP_PORT, LMTP 127.0.0.1:$LMTP_PORT, config $CONF, log $DIR/dovecot.log"
 fi
 
 SMTP_PID=$DIR/smtp-submission.pid
 if ! port_open "$SMTP_PORT"; then
   KOINII_MAIL_USERS_DIR=$USERS KOINII_MAIL_SMTP_PORT=$SMTP_PORT KOINII_MAIL_LMTP_PORT=$LMTP_PORT \
-    setsid nohup node "$REPO/.ci/services/smtp-submission.mjs" 9>&- >"$DIR/smtp-submission.log" 2>&1 </dev/null &
+    setsid nohup node "$REPO/scripts/provision/smtp-submission.mjs" 9>&- >"$DIR/smtp-submission.log" 2>&1 </dev/null &
   echo $! > "$SMTP_PID"
-  echo "mail.sh: started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
+  say "started SMTP submission (pid $(cat "$SMTP_PID")) on 127.0.0.1:$SMTP_PORT -> LMTP, log $DIR/smtp-submission.log"
 fi
 
 # ---- Cyrus (JMAP)
@@ -153,7 +160,8 @@ mkdir -p "$CYRUS_DIR/conf" "$CYRUS_DIR/spool" "$CYRUS_DIR/run" "$CYRUS_DIR/bin"
 if [ ! -x "$CYRUS_DIR/bin/imapd" ]; then
   ver=$(dpkg-query -W -f '${Version}' cyrus-common)
   tmp=$(mktemp -d) && chmod 755 "$tmp"
-  (cd "$tmp" && apt-get download -qq "cyrus-imapd=$ver" >/dev/null && dpkg -x cyrus-imapd_*.deb x)
+  # apt-get download needs the package lists; a machine whose lists were cleaned gets them once.
+  (cd "$tmp" && { apt-get download -qq "cyrus-imapd=$ver" >/dev/null 2>&1 || { apt-get update -qq >&2 && apt-get download -qq "cyrus-imapd=$ver" >/dev/null; }; } && dpkg -x cyrus-imapd_*.deb x)
   cp "$tmp/x/usr/lib/cyrus/bin/imapd" "$CYRUS_DIR/bin/imapd"
   rm -rf "$tmp"
 fi
@@ -203,9 +211,9 @@ done
 chown -R cyrus:mail "$CYRUS_DIR"
 if [ $cyrus_changed = 1 ] && [ -f "$CYRUS_DIR/run/master.pid" ]; then kill "$(cat "$CYRUS_DIR/run/master.pid")" 2>/dev/null || true; sleep 1; fi
 if ! port_open "$CYRUS_IMAP_PORT" || ! port_open "$CYRUS_HTTP_PORT"; then
-  /usr/lib/cyrus/bin/master -C "$CYRUS_DIR/imapd.conf" -M "$CYRUS_DIR/cyrus.conf" -p "$CYRUS_DIR/run/master.pid" -d 9>&- </dev/null >>"$CYRUS_DIR/start.log" 2>&1 || { cat "$CYRUS_DIR/start.log" >&2; exit 1; }
+  /usr/lib/cyrus/bin/master -C "$CYRUS_DIR/imapd.conf" -M "$CYRUS_DIR/cyrus.conf" -p "$CYRUS_DIR/run/master.pid" -d 9>&- </dev/null >>"$CYRUS_DIR/start.log" 2>&1 || { cat "$CYRUS_DIR/start.log" >&2; die "Cyrus did not start (log above, $CYRUS_DIR/start.log)"; }
   sleep 0.5
-  echo "mail.sh: started Cyrus (pid $(cat "$CYRUS_DIR/run/master.pid" 2>/dev/null || echo '?')), IMAP 127.0.0.1:$CYRUS_IMAP_PORT, JMAP http://127.0.0.1:$CYRUS_HTTP_PORT/jmap, config $CYRUS_DIR/imapd.conf"
+  say "started Cyrus (pid $(cat "$CYRUS_DIR/run/master.pid" 2>/dev/null || echo '?')), IMAP 127.0.0.1:$CYRUS_IMAP_PORT, JMAP http://127.0.0.1:$CYRUS_HTTP_PORT/jmap, config $CYRUS_DIR/imapd.conf"
 fi
 
 for i in $(seq 1 100); do
@@ -213,20 +221,7 @@ for i in $(seq 1 100); do
   sleep 0.1
 done
 for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT" "$CYRUS_IMAP_PORT" "$CYRUS_HTTP_PORT"; do
-  port_open "$p" || { echo "mail.sh: port $p is not listening" >&2; tail -n 20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
+  port_open "$p" || { say "mail: port $p is not listening"; tail -n 20 "$DIR/dovecot.log" "$DIR/smtp-submission.log" >&2 || true; exit 1; }
 done
 
-cat > "$REPO/.ci/services/mail.env" <<ENV
-KOINII_MAIL_DIR=$DIR
-KOINII_MAIL_HOST=127.0.0.1
-KOINII_MAIL_IMAP_PORT=$IMAP_PORT
-KOINII_MAIL_LMTP_PORT=$LMTP_PORT
-KOINII_MAIL_SMTP_PORT=$SMTP_PORT
-KOINII_MAIL_DOMAIN=$DOMAIN
-KOINII_MAIL_USERS_DIR=$USERS
-KOINII_MAIL_DOVECOT_CONF=$CONF
-KOINII_CYRUS_IMAP_PORT=$CYRUS_IMAP_PORT
-KOINII_CYRUS_HTTP_PORT=$CYRUS_HTTP_PORT
-KOINII_CYRUS_SASLDB=$CYRUS_DIR/sasldb2
-ENV
-echo "mail.sh: ready; connection details in .ci/services/mail.env"
+print_env

@@ -1,0 +1,34 @@
+# Shared by the provisioning scripts (sourced). Messages go to stderr; stdout carries only
+# KEY=VALUE lines, the environment the tests read (scripts/provision.sh collects them).
+
+say() { echo "provision: $*" >&2; }
+
+# Stop the run with one line naming what to do.
+die() { echo "provision: $*" >&2; exit 1; }
+
+# Export one variable to the tests.
+export_env() { echo "$1=$2"; }
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# need_debs PACKAGE...: install the Debian packages not yet installed when we can (root and
+# apt-get; `apt-get update` once per provisioning run), else stop naming the command.
+need_debs() {
+  local missing=() p
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if is_root && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    local mark=${KOINII_PROVISION_APT_MARK:-}
+    if [ -z "$mark" ] || [ ! -f "$mark" ]; then
+      apt-get update -qq >&2
+      [ -n "$mark" ] && touch "$mark"
+    fi
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    die "missing ${missing[*]}: run \`sudo apt-get update && sudo apt-get install -y ${missing[*]}\` and start the tests again"
+  fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

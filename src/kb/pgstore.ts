@@ -1,0 +1,449 @@
+/**
+ * The store of record on PostgreSQL (K13), through kysely's PostgresDialect and `pg`: the
+ * same schema and migrations as the SQLite store (schema.ts), one writer fenced by a lease.
+ *
+ *   const store = await PgStore.open({ url: "postgres://koinii@db/koinii" }); // resolves once elected
+ *   const kb = await openKb({ path: "", store });
+ *
+ * Group commit (K8, K9): the engine applies a write synchronously and its rows go into the
+ * turn's open group (plain values in memory). A `setImmediate` closes the group and queues
+ * it; groups commit one at a time, in order, each as ONE transaction. Only after its COMMIT
+ * returns are the group's events published and its writers answered. Writes arriving while
+ * a transaction is in flight gather into the next group.
+ *
+ * Fencing (one writer): `open` returns only once this store holds the writer lease (the
+ * `lease` row, elected under `pg_try_advisory_xact_lock` so contenders never queue on the
+ * row). The election bumps the epoch. Every commit transaction first reads the lease row
+ * `FOR SHARE` and requires our holder id, our epoch and an unexpired lease, then moves
+ * `head_seq` by compare-and-set from the head we last committed. An election takes the row
+ * `FOR UPDATE`, so it waits for a commit in flight and the commit that follows it sees the
+ * new epoch and fails: a deposed writer commits nothing, and the new writer, which reads the
+ * store after its election, sees every group the old one committed (no gap). Losing the
+ * lease (a renewal that finds it gone, a commit refused) is a store failure (K12).
+ *
+ * Bounds, set on every session: `statement_timeout`, `lock_timeout` and
+ * `idle_in_transaction_session_timeout` (a writer paused inside a transaction loses its
+ * session and its row lock, so it cannot hold an election back for longer than that).
+ */
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
+import type { StoredRow } from "./engine.js";
+import { migrationProvider, type Schema } from "./schema.js";
+import type { PrincipalRow, RawRow, StoreMeta, StoreOfRecord } from "./store-of-record.js";
+
+/** Named bounds of the PostgreSQL store, each in milliseconds. */
+export interface PgLimits {
+  /** How long an election holds the writer lease without a renewal. */
+  leaseMs: number;
+  /** How often the writer renews its lease, and a standby tries to take an expired one. */
+  leaseRenewMs: number;
+  /** `statement_timeout` of every session. */
+  statementTimeoutMs: number;
+  /** `lock_timeout` of every session. */
+  lockTimeoutMs: number;
+  /** `idle_in_transaction_session_timeout` of every session. */
+  idleInTransactionMs: number;
+}
+
+export const DEFAULT_PG_LIMITS: PgLimits = {
+  leaseMs: 5_000,
+  leaseRenewMs: 1_000,
+  statementTimeoutMs: 5_000,
+  lockTimeoutMs: 1_000,
+  idleInTransactionMs: 5_000,
+};
+
+export interface PgStoreOptions {
+  /** `postgres://...` connection URL. */
+  url: string;
+  /** This daemon's name in the lease row (default host:pid:random). */
+  holder?: string;
+  limits?: Partial<PgLimits>;
+}
+
+/** Every elected writer commits only under this epoch; a higher one deposed it. */
+export class FencedError extends Error {}
+
+/** The advisory lock key an election takes (transaction-scoped): "koinii" in ASCII. */
+const ELECTION_LOCK = 0x6b6f696e6969;
+
+type Op =
+  | { k: "insert"; r: StoredRow }
+  | { k: "update"; handle: number; premise: number; creator: string | null; createdAt: number }
+  | { k: "delete"; handle: number; reason: string; seq: number }
+  | { k: "event"; seq: number; body: string }
+  | { k: "prune"; upto: number };
+
+interface Group {
+  ops: Op[];
+  meta: StoreMeta | undefined;
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
+  after: (() => void)[];
+}
+
+const newGroup = (): Group => ({ ops: [], meta: undefined, waiters: [], after: [] });
+
+export function checkPgLimits(limits: PgLimits): PgLimits {
+  for (const [k, v] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`${k} must be a positive whole number of milliseconds, got ${v}`);
+  }
+  if (limits.leaseRenewMs * 2 > limits.leaseMs) throw new RangeError(`leaseRenewMs (${limits.leaseRenewMs}) must be at most half of leaseMs (${limits.leaseMs}), so one late renewal does not lose the lease`);
+  return limits;
+}
+
+/** int8 (bigint) as a JS number: handles, seqs and epoch-ms times stay below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) => {
+    if (oid !== 20) return pg.types.getTypeParser(oid, format as "text");
+    return (v: string) => {
+      const n = Number(v);
+      if (!Number.isSafeInteger(n)) throw new RangeError(`bigint ${v} is beyond 2^53`);
+      return n;
+    };
+  }) as typeof pg.types.getTypeParser,
+};
+
+export class PgStore implements StoreOfRecord {
+  readonly kind = "postgres";
+  readonly openMeta: StoreMeta;
+  readonly holder: string;
+  readonly limits: PgLimits;
+  /** The epoch this store was elected with. */
+  readonly epoch: number;
+  commits = 0;
+  onFailure: ((e: unknown) => void) | undefined;
+  private failed: unknown;
+  private open: Group | undefined;
+  private queue: Group[] = [];
+  private inFlight: Group | undefined;
+  private drained: Promise<void> = Promise.resolve();
+  /** head_seq as last committed: the compare-and-set's expected value. */
+  private committedHead: number;
+  private oldest: number | undefined;
+  private readonly tombstones: Map<number, { reason: string; seq: number }>;
+  private readonly loadedRows: RawRow[];
+  private readonly renewer: NodeJS.Timeout;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly kysely: Kysely<Schema>,
+    elected: { holder: string; epoch: number; limits: PgLimits },
+    snapshot: { meta: StoreMeta; rows: RawRow[]; oldest: number | undefined; tombstones: Map<number, { reason: string; seq: number }> },
+  ) {
+    this.holder = elected.holder;
+    this.epoch = elected.epoch;
+    this.limits = elected.limits;
+    this.openMeta = snapshot.meta;
+    this.committedHead = snapshot.meta.headSeq;
+    this.loadedRows = snapshot.rows;
+    this.oldest = snapshot.oldest;
+    this.tombstones = snapshot.tombstones;
+    this.renewer = setInterval(() => void this.renew(), this.limits.leaseRenewMs);
+    this.renewer.unref();
+  }
+
+  /**
+   * Connect, migrate, wait until elected writer (polling every `leaseRenewMs`; `signal`
+   * gives up), then read the store: the snapshot the engine is rebuilt from.
+   */
+  static async open(opts: PgStoreOptions, signal?: AbortSignal): Promise<PgStore> {
+    const limits = checkPgLimits({ ...DEFAULT_PG_LIMITS, ...opts.limits });
+    const holder = opts.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: 4,
+      types,
+      options: `-c statement_timeout=${limits.statementTimeoutMs} -c lock_timeout=${limits.lockTimeoutMs} -c idle_in_transaction_session_timeout=${limits.idleInTransactionMs}`,
+    });
+    // An idle pooled session the server ended (idle_in_transaction, a restart) is dropped by the pool.
+    pool.on("error", () => {});
+    const kysely = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    try {
+      const { error } = await new Migrator({ db: kysely, provider: migrationProvider("postgres") }).migrateToLatest();
+      if (error) throw error;
+      let epoch: number | undefined;
+      while ((epoch = await elect(pool, holder, limits.leaseMs)) === undefined) {
+        await sleep(limits.leaseRenewMs, signal);
+      }
+      const snapshot = await readSnapshot(pool);
+      return new PgStore(pool, kysely, { holder, epoch, limits }, snapshot);
+    } catch (e) {
+      await kysely.destroy();
+      throw e;
+    }
+  }
+
+  rows(): Iterable<RawRow> {
+    return this.loadedRows.splice(0); // handed over once: the engine keeps what it needs
+  }
+
+  rowCount(): number {
+    return this.loadedRows.length;
+  }
+
+  get failure(): unknown {
+    return this.failed;
+  }
+
+  begin(): void {
+    if (this.failed !== undefined) throw this.failed;
+    if (this.open) return;
+    this.open = newGroup();
+    setImmediate(() => this.closeGroup());
+  }
+
+  private group(): Group {
+    if (!this.open) throw new Error("invariant: a row was written outside a group (begin first)");
+    return this.open;
+  }
+
+  insertSentex(r: StoredRow): void {
+    this.group().ops.push({ k: "insert", r: { ...r } });
+  }
+
+  updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
+    this.group().ops.push({ k: "update", handle, premise, creator, createdAt });
+  }
+
+  deleteSentex(handle: number, reason: string, seq: number): void {
+    this.group().ops.push({ k: "delete", handle, reason, seq });
+  }
+
+  setMeta(meta: StoreMeta): void {
+    this.group().meta = { ...meta };
+  }
+
+  insertEvent(seq: number, body: string): void {
+    this.group().ops.push({ k: "event", seq, body });
+  }
+
+  pruneEvents(uptoSeq: number): void {
+    this.group().ops.push({ k: "prune", upto: uptoSeq });
+  }
+
+  onCommit(fn: () => void): void {
+    if (this.open) this.open.after.push(fn);
+    else fn();
+  }
+
+  durable(): Promise<void> {
+    if (this.failed !== undefined) return Promise.reject(this.failed);
+    const last = this.open ?? this.queue[this.queue.length - 1] ?? this.inFlight;
+    if (!last) return Promise.resolve();
+    return new Promise((resolve, reject) => last.waiters.push({ resolve, reject }));
+  }
+
+  private closeGroup(): void {
+    const g = this.open;
+    if (!g) return;
+    this.open = undefined;
+    if (this.failed !== undefined) return; // abort already rejected it
+    this.queue.push(g);
+    if (!this.inFlight) this.drained = this.pump();
+  }
+
+  /** Commit the queued groups one by one, in order; the first failure stops the store. */
+  private async pump(): Promise<void> {
+    while (this.failed === undefined && this.queue.length) {
+      const g = (this.inFlight = this.queue.shift()!);
+      try {
+        if (g.ops.length || g.meta) await this.commitGroup(g);
+      } catch (e) {
+        this.abort(e);
+        return;
+      }
+      this.inFlight = undefined;
+      if (this.failed !== undefined) return; // aborted while committing: its writers were rejected
+      this.applyCaches(g);
+      for (const fn of g.after) fn();
+      for (const w of g.waiters) w.resolve();
+    }
+  }
+
+  private async commitGroup(g: Group): Promise<void> {
+    await this.transaction(async (c) => {
+      if (g.meta) {
+        const moved = await c.query("update meta set value = $1 where key = 'head_seq' and value = $2", [g.meta.headSeq, this.committedHead]);
+        if (moved.rowCount !== 1) throw new FencedError(`head_seq is no longer ${this.committedHead}: another writer committed (epoch ${this.epoch} is stale)`);
+        await c.query("update meta set value = $1 where key = 'next_handle'", [g.meta.nextHandle]);
+      }
+      for (const op of g.ops) await runOp(c, op);
+    });
+    this.commits++;
+    if (g.meta) this.committedHead = g.meta.headSeq;
+  }
+
+  /** Run `fn` in one transaction that first proves this store still holds the lease. */
+  private async transaction(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
+    const c = await this.pool.connect();
+    let broken: unknown;
+    try {
+      await c.query("begin");
+      const held = await c.query("select 1 from lease where name = 'writer' and holder = $1 and epoch = $2 and expires_at > clock_timestamp() for share", [this.holder, this.epoch]);
+      if (held.rowCount !== 1) throw new FencedError(`the writer lease of epoch ${this.epoch} is lost (expired or taken by another daemon)`);
+      await fn(c);
+      if (this.failed !== undefined) throw this.failed; // stopped meanwhile: commit nothing more
+      await c.query("commit");
+    } catch (e) {
+      broken = e;
+      await c.query("rollback").catch(() => {});
+      throw e;
+    } finally {
+      c.release(broken instanceof Error && !(broken instanceof FencedError) ? broken : undefined);
+    }
+  }
+
+  /** The in-memory views of committed rows: the oldest event, the tombstones. */
+  private applyCaches(g: Group): void {
+    for (const op of g.ops) {
+      if (op.k === "event") this.oldest ??= op.seq;
+      else if (op.k === "prune" && this.oldest !== undefined && this.oldest <= op.upto) this.oldest = op.upto + 1 > this.committedHead ? undefined : op.upto + 1;
+      else if (op.k === "delete" && !this.tombstones.has(op.handle)) this.tombstones.set(op.handle, { reason: op.reason, seq: op.seq });
+    }
+  }
+
+  /** Extend the lease; finding it gone (or PostgreSQL unreachable) stops the store (K12). */
+  private async renew(): Promise<void> {
+    if (this.failed !== undefined) return;
+    try {
+      const r = await this.pool.query(
+        "update lease set expires_at = clock_timestamp() + make_interval(secs => $3::float8 / 1000) where name = 'writer' and holder = $1 and epoch = $2 and expires_at > clock_timestamp()",
+        [this.holder, this.epoch, this.limits.leaseMs],
+      );
+      if (r.rowCount !== 1) throw new FencedError(`the writer lease of epoch ${this.epoch} is lost (expired or taken by another daemon)`);
+    } catch (e) {
+      this.abort(e);
+    }
+  }
+
+  async readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]> {
+    return this.kysely.selectFrom("event").select(["seq", "body"]).where("seq", ">", afterSeq).orderBy("seq").limit(limit).execute();
+  }
+
+  oldestEventSeq(): number | undefined {
+    return this.oldest;
+  }
+
+  tombstone(handle: number): { reason: string; seq: number } | undefined {
+    return this.tombstones.get(handle);
+  }
+
+  principals(): Promise<PrincipalRow[]> {
+    return this.kysely.selectFrom("principal").select(["id", "token_sha256"]).execute();
+  }
+
+  async putPrincipal(id: string, tokenSha256: string): Promise<string | undefined> {
+    if (this.failed !== undefined) throw this.failed;
+    let old: string | undefined;
+    try {
+      await this.transaction(async (c) => {
+        old = (await c.query<{ token_sha256: string }>("select token_sha256 from principal where id = $1", [id])).rows[0]?.token_sha256;
+        await c.query("insert into principal (id, token_sha256) values ($1, $2) on conflict (id) do update set token_sha256 = excluded.token_sha256", [id, tokenSha256]);
+      });
+    } catch (e) {
+      this.abort(e);
+      throw e;
+    }
+    return old;
+  }
+
+  abort(e: unknown): void {
+    const first = this.failed === undefined;
+    if (first) this.failed = e;
+    const pending = [this.inFlight, ...this.queue, this.open].filter((g): g is Group => g !== undefined);
+    this.inFlight = undefined;
+    this.queue = [];
+    this.open = undefined;
+    for (const g of pending) for (const w of g.waiters) w.reject(this.failed);
+    clearInterval(this.renewer);
+    if (first) this.onFailure?.(e);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.renewer);
+    this.closeGroup();
+    await this.drained.catch(() => {});
+    if (this.failed === undefined) {
+      // Step down at once: a standby need not wait for the lease to run out.
+      await this.pool.query("update lease set expires_at = '-infinity' where name = 'writer' and holder = $1 and epoch = $2", [this.holder, this.epoch]).catch(() => {});
+    }
+    await this.kysely.destroy();
+  }
+}
+
+/** One election attempt: the new epoch when this holder now has the lease, else undefined. */
+async function elect(pool: pg.Pool, holder: string, leaseMs: number): Promise<number | undefined> {
+  const c = await pool.connect();
+  try {
+    await c.query("begin");
+    const got = await c.query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [ELECTION_LOCK]);
+    if (!got.rows[0]!.ok) return undefined; // another daemon is electing right now
+    const row = await c.query<{ live: boolean }>("select expires_at > clock_timestamp() as live from lease where name = 'writer' for update");
+    if (row.rows[0]!.live) return undefined;
+    const r = await c.query<{ epoch: number }>(
+      "update lease set holder = $1, epoch = epoch + 1, expires_at = clock_timestamp() + make_interval(secs => $2::float8 / 1000) where name = 'writer' returning epoch",
+      [holder, leaseMs],
+    );
+    await c.query("commit");
+    return r.rows[0]!.epoch;
+  } catch (e) {
+    // A commit in flight holds the row past lock_timeout: not elected this round.
+    if ((e as { code?: string }).code === "55P03") return undefined;
+    throw e;
+  } finally {
+    await c.query("rollback").catch(() => {}); // no-op after commit; ends an abandoned attempt
+    c.release();
+  }
+}
+
+/** The store as the new writer finds it, read in one snapshot. */
+async function readSnapshot(pool: pg.Pool) {
+  const c = await pool.connect();
+  try {
+    await c.query("begin isolation level repeatable read read only");
+    const meta = (await c.query<{ key: string; value: number }>("select key, value from meta")).rows;
+    const get = (k: string) => meta.find((r) => r.key === k)?.value ?? 0;
+    const rows = (await c.query<RawRow>({ text: "select handle, context, sentence, premise, creator, created_at, seq from sentex order by handle", rowMode: "array" })).rows;
+    const oldest = (await c.query<{ seq: number | null }>("select min(seq) as seq from event")).rows[0]!.seq ?? undefined;
+    const tombstones = new Map<number, { reason: string; seq: number }>();
+    for (const t of (await c.query<{ handle: number; reason: string; seq: number }>("select handle, reason, seq from tombstone")).rows) tombstones.set(t.handle, { reason: t.reason, seq: t.seq });
+    await c.query("commit");
+    return { meta: { nextHandle: get("next_handle"), headSeq: get("head_seq") }, rows, oldest, tombstones };
+  } finally {
+    c.release();
+  }
+}
+
+async function runOp(c: pg.PoolClient, op: Op): Promise<void> {
+  switch (op.k) {
+    case "insert":
+      await c.query("insert into sentex (handle, context, sentence, premise, creator, created_at, seq) values ($1, $2, $3, $4, $5, $6, $7)", [op.r.handle, op.r.context, op.r.sentence, op.r.premise, op.r.creator, op.r.createdAt, op.r.seq]);
+      return;
+    case "update":
+      await c.query("update sentex set premise = $1, creator = $2, created_at = $3 where handle = $4", [op.premise, op.creator, op.createdAt, op.handle]);
+      return;
+    case "delete":
+      await c.query("delete from sentex where handle = $1", [op.handle]);
+      await c.query("insert into tombstone (handle, reason, seq) values ($1, $2, $3) on conflict (handle) do nothing", [op.handle, op.reason, op.seq]);
+      return;
+    case "event":
+      await c.query("insert into event (seq, body) values ($1, $2)", [op.seq, op.body]);
+      return;
+    case "prune":
+      await c.query("delete from event where seq <= $1", [op.upto]);
+      return;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+}
+
+/** True for a `postgres://` or `postgresql://` URL (what `--store` accepts). */
+export const isPostgresUrl = (s: string): boolean => /^postgres(ql)?:\/\//.test(s);

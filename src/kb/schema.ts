@@ -1,0 +1,108 @@
+/**
+ * The store of record's schema and its one migration set, for both dialects (K8, K13).
+ * SQLite keeps `integer` (a 64-bit value; `integer primary key` is the rowid); PostgreSQL
+ * needs `bigint` for the same values (handles, seqs, epoch-ms times). The lease table
+ * exists on PostgreSQL only: there several daemons share one database and one of them is
+ * elected the writer (pgstore.ts); an SQLite file has one daemon by construction.
+ */
+import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
+
+export type Dialect = "sqlite" | "postgres";
+
+interface SentexTable {
+  handle: number;
+  context: string;
+  sentence: string;
+  premise: number;
+  creator: string | null;
+  created_at: number;
+  seq: number;
+}
+interface MetaTable {
+  key: string;
+  value: number;
+}
+interface EventTable {
+  seq: number;
+  body: string;
+}
+interface TombstoneTable {
+  handle: number;
+  reason: string;
+  seq: number;
+}
+interface PrincipalTable {
+  id: string;
+  token_sha256: string;
+  created_at: Generated<number>;
+}
+/** The writer's lease (PostgreSQL): one row, `name` = 'writer'. */
+interface LeaseTable {
+  name: string;
+  holder: string;
+  epoch: number;
+  expires_at: Date;
+}
+export interface Schema {
+  sentex: SentexTable;
+  meta: MetaTable;
+  event: EventTable;
+  tombstone: TombstoneTable;
+  principal: PrincipalTable;
+  lease: LeaseTable;
+}
+
+function migrationsFor(dialect: Dialect): Record<string, Migration> {
+  const int = dialect === "sqlite" ? "integer" : "bigint";
+  const nowMs = dialect === "sqlite" ? sql`(unixepoch() * 1000)` : sql`((extract(epoch from now()) * 1000)::bigint)`;
+  return {
+    "001-sentex-store": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("sentex")
+          .addColumn("handle", int, (c) => c.primaryKey())
+          .addColumn("context", "text", (c) => c.notNull())
+          .addColumn("sentence", "text", (c) => c.notNull())
+          .addColumn("premise", "integer", (c) => c.notNull())
+          .addColumn("creator", "text")
+          .addColumn("created_at", int, (c) => c.notNull())
+          .addColumn("seq", int, (c) => c.notNull())
+          .execute();
+        await db.schema.createTable("meta").addColumn("key", "text", (c) => c.primaryKey()).addColumn("value", int, (c) => c.notNull()).execute();
+        await db.schema.createTable("event").addColumn("seq", int, (c) => c.primaryKey()).addColumn("body", "text", (c) => c.notNull()).execute();
+        await db.schema
+          .createTable("tombstone")
+          .addColumn("handle", int, (c) => c.primaryKey())
+          .addColumn("reason", "text", (c) => c.notNull())
+          .addColumn("seq", int, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable("principal")
+          .addColumn("id", "text", (c) => c.primaryKey())
+          .addColumn("token_sha256", "text", (c) => c.notNull().unique())
+          .addColumn("created_at", int, (c) => c.notNull().defaultTo(nowMs))
+          .execute();
+        await (db as Kysely<Schema>).insertInto("meta").values([{ key: "next_handle", value: 1 }, { key: "head_seq", value: 0 }]).execute();
+      },
+    },
+    ...(dialect === "postgres"
+      ? {
+          "002-writer-lease": {
+            async up(db: Kysely<unknown>) {
+              await db.schema
+                .createTable("lease")
+                .addColumn("name", "text", (c) => c.primaryKey())
+                .addColumn("holder", "text", (c) => c.notNull())
+                .addColumn("epoch", "bigint", (c) => c.notNull())
+                .addColumn("expires_at", "timestamptz", (c) => c.notNull())
+                .execute();
+              // epoch 0, already expired: the first daemon to try is elected with epoch 1.
+              await sql`insert into lease (name, holder, epoch, expires_at) values ('writer', '', 0, '-infinity')`.execute(db);
+            },
+          },
+        }
+      : {}),
+  };
+}
+
+export const migrationProvider = (dialect: Dialect): MigrationProvider => ({ getMigrations: async () => migrationsFor(dialect) });

@@ -1,0 +1,83 @@
+/**
+ * The seam between the KB and its store of record (K8, K9, K12, K13). Two stores implement
+ * it: the embedded SQLite file (store.ts) and PostgreSQL (pgstore.ts).
+ *
+ * The engine applies a write synchronously (K9); the KB then hands the write's rows to the
+ * store's open **group** (`begin` opens one per event-loop turn; the row methods append to
+ * it). The store commits the group as one transaction, synchronously or not, and only after
+ * that commit (and its fsync, where the store owns one) runs the group's `onCommit`
+ * callbacks (the KB publishes its events there) and resolves `durable()` (the writers are
+ * answered). Groups commit in the order they were opened.
+ *
+ * Fail-stop (K12): the first failure rejects every writer not yet answered, refuses every
+ * later write and calls `onFailure` once; what was not committed is never visible.
+ *
+ *   const store = await SqliteStore.open("./data/koinii.db", "full");
+ *   store.begin(); store.insertEvent(1, "{}"); store.setMeta({ nextHandle: 1, headSeq: 1 });
+ *   await store.durable(); // committed
+ */
+import type { PremiseMark } from "./node.js";
+import type { StoredRow } from "./engine.js";
+
+export type Durability = "full" | "normal";
+
+export type RawRow = [handle: number, context: string, sentence: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
+
+export interface StoreMeta {
+  nextHandle: number;
+  headSeq: number;
+}
+
+/** A stored agent principal: its id and the hex sha256 of its token. */
+export interface PrincipalRow {
+  id: string;
+  token_sha256: string;
+}
+
+export interface StoreOfRecord {
+  /** Which engine holds the rows ("sqlite" | "postgres"), for logs and /health. */
+  readonly kind: "sqlite" | "postgres";
+  /** The counters as of open (the KB keeps them in memory afterwards). */
+  readonly openMeta: StoreMeta;
+  /** Every stored row in handle order, as read at open. */
+  rows(): Iterable<RawRow>;
+  /** How many rows `rows()` holds (the reopen's progress total). */
+  rowCount(): number;
+
+  /** Open the turn's group if none is open; it commits on a later macrotask. Throws once failed. */
+  begin(): void;
+  insertSentex(r: StoredRow): void;
+  updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void;
+  deleteSentex(handle: number, reason: string, seq: number): void;
+  /** The group's counters, written once per group inside its transaction. */
+  setMeta(meta: StoreMeta): void;
+  insertEvent(seq: number, body: string): void;
+  pruneEvents(uptoSeq: number): void;
+  /** Run `fn` once the open group is committed (before its writers are answered); at once if none is open. */
+  onCommit(fn: () => void): void;
+  /** Resolves once everything written so far is committed (durably, per mode). */
+  durable(): Promise<void>;
+  /** Groups committed so far. */
+  readonly commits: number;
+
+  /** Committed events after `afterSeq`, oldest first, at most `limit`. */
+  readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]>;
+  /** The oldest seq the event log still holds; undefined when it is empty. */
+  oldestEventSeq(): number | undefined;
+  /** Why a handle left the store, if it did. */
+  tombstone(handle: number): { reason: string; seq: number } | undefined;
+
+  /** The stored agent principals. */
+  principals(): Promise<PrincipalRow[]>;
+  /** Store (or replace) an agent's token digest, committed before it resolves; returns the digest it replaced. */
+  putPrincipal(id: string, tokenSha256: string): Promise<string | undefined>;
+
+  /** Stop for good (K12): roll back what is not committed, reject its writers and every later one. */
+  abort(e: unknown): void;
+  /** Called once, with the first failure. */
+  onFailure: ((e: unknown) => void) | undefined;
+  /** The first failure, once the store has stopped. */
+  readonly failure: unknown;
+  /** Commit what is pending, wait for it, release the store. */
+  close(): Promise<void>;
+}

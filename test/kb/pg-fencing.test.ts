@@ -1,0 +1,87 @@
+/**
+ * One writer on a shared PostgreSQL database, fenced by the lease's epoch: while a writer
+ * holds the lease a contender is not elected; once the lease runs out (the writer paused
+ * past it, simulated by expiring the row as PostgreSQL's clock would) the contender is
+ * elected with a higher epoch, rebuilds from the store and continues the log without a
+ * gap; the deposed writer's next commit is refused inside its own transaction, stores
+ * nothing, and stops that KB (fail-stop).
+ */
+import { describe, expect, it, onTestFinished } from "vitest";
+import { openKb, type Kb } from "../../src/kb/index.js";
+import { PgStore, checkPgLimits, DEFAULT_PG_LIMITS } from "../../src/kb/pgstore.js";
+import { CONTEXTS_DIR, believed, refusal } from "./helpers.js";
+import { freshDatabase, pgQuery } from "./pg.js";
+
+async function kbOn(store: PgStore): Promise<Kb> {
+  const kb = await openKb({ path: "", store, contextsDir: CONTEXTS_DIR });
+  onTestFinished(() => kb.close());
+  return kb;
+}
+
+const lease = (url: string) => pgQuery<{ holder: string; epoch: number }>(url, "select holder, epoch::int from lease where name = 'writer'");
+
+describe("the fenced writer on PostgreSQL", () => {
+  it("only the lease holder writes; after its lease runs out the next daemon takes over with a higher epoch, no gap, and the deposed writer commits nothing", async () => {
+    const url = await freshDatabase();
+    // A renews rarely (its renewal must not notice the loss first: its commit must refuse itself).
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    expect(await lease(url)).toEqual([{ holder: "daemon-a", epoch: 1 }]);
+    await kbA.assert("(dog Muffet)", "CxPets");
+
+    // A contender is not elected while A's lease is live.
+    const denied = await refusal(async () => {
+      try {
+        await PgStore.open({ url, holder: "daemon-c", limits: { leaseMs: 1_000, leaseRenewMs: 100 } }, AbortSignal.timeout(800));
+      } catch (e) {
+        throw Object.assign(new Error(String(e)), { type: "not-elected" });
+      }
+    });
+    expect(denied.type).toBe("not-elected");
+    expect(await lease(url)).toEqual([{ holder: "daemon-a", epoch: 1 }]);
+
+    const bOpening = PgStore.open({ url, holder: "daemon-b", limits: { leaseMs: 1_000, leaseRenewMs: 100 } });
+    const lastOfA = await kbA.assert("(dog Rex)", "CxPets");
+    // A is paused past its lease: as far as PostgreSQL knows, the lease ran out.
+    await pgQuery(url, "update lease set expires_at = clock_timestamp() - interval '1 second' where name = 'writer'");
+    const b = await bOpening;
+    expect(b.epoch).toBe(2);
+    expect(await lease(url)).toEqual([{ holder: "daemon-b", epoch: 2 }]);
+    const kbB = await kbOn(b);
+    expect(kbB.headSeq).toBe(lastOfA.seq);
+    expect(believed(kbB)).toEqual(believed(kbA));
+
+    // A wakes and writes before B does: its transaction sees epoch 2 and refuses itself.
+    expect((await refusal(() => kbA.assert("(dog Stale)", "CxPets"))).type).toBe("unavailable");
+    expect(kbA.failure?.reason).toMatch(/lease of epoch 1 is lost/);
+    expect(await pgQuery(url, "select handle from sentex where sentence = '(dog Stale)'")).toEqual([]);
+
+    const first = await kbB.assert("(dog Fido)", "CxPets");
+    expect(first.seq).toBe(lastOfA.seq + 1);
+    const seqs = (await pgQuery<{ seq: number }>(url, "select seq from event order by seq")).map((r) => Number(r.seq));
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    const [head] = await pgQuery<{ value: number }>(url, "select value from meta where key = 'head_seq'");
+    expect(Number(head!.value)).toBe(first.seq);
+  });
+
+  it("a writer whose renewal finds the lease taken stops (fail-stop) without waiting for a write", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 1_000, leaseRenewMs: 100 } });
+    const kbA = await kbOn(a);
+    const stopped = new Promise<string>((resolve) => kbA.onFailure((f) => resolve(f.reason)));
+    await pgQuery(url, "update lease set holder = 'daemon-z', epoch = epoch + 1 where name = 'writer'");
+    expect(await stopped).toMatch(/lease of epoch 1 is lost/);
+    expect((await refusal(() => kbA.assert("(dog Rex)", "CxPets"))).type).toBe("unavailable");
+  });
+
+  it("a graceful close hands the lease over at once; the bounds are checked", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    await a.close();
+    const b = await PgStore.open({ url, holder: "daemon-b" }, AbortSignal.timeout(30_000));
+    expect(b.epoch).toBe(2);
+    await b.close();
+    expect(() => checkPgLimits({ ...DEFAULT_PG_LIMITS, leaseMs: 1_000, leaseRenewMs: 600 })).toThrow(/at most half of leaseMs/);
+    expect(() => checkPgLimits({ ...DEFAULT_PG_LIMITS, lockTimeoutMs: 0 })).toThrow(/lockTimeoutMs must be a positive whole number/);
+  });
+});

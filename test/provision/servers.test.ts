@@ -1,0 +1,69 @@
+/**
+ * The suite's provisioning (scripts/provision.sh, run by the vitest global setup): every
+ * server it promises answers before a test runs, a second run starts nothing, and a missing
+ * package the script may not install stops the run with one line naming the command.
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import net from "node:net";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+
+const listening = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = net.connect({ port, host: "127.0.0.1" });
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+
+describe("provisioning (scripts/provision.sh)", () => {
+  it("PostgreSQL answers at KOINII_TEST_PG_URL", async () => {
+    const client = new pg.Client({ connectionString: process.env.KOINII_TEST_PG_URL });
+    await client.connect();
+    try {
+      const r = await client.query<{ v: string }>("SELECT current_setting('server_version') AS v");
+      expect(r.rows[0]!.v).toMatch(/^15\./);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("nats-server and chromium-headless-shell are executables the tests can start", () => {
+    for (const bin of [process.env.KOINII_TEST_NATS_SERVER, process.env.KOINII_TEST_CHROMIUM]) {
+      expect(bin).toBeTruthy();
+      accessSync(bin!, constants.X_OK);
+    }
+    const v = spawnSync(process.env.KOINII_TEST_NATS_SERVER!, ["--version"], { encoding: "utf8" });
+    expect(v.stdout).toMatch(/nats-server: v\d/);
+  });
+
+  it("the mail servers (Dovecot IMAP and LMTP, SMTP submission, Cyrus IMAP and JMAP) listen", async () => {
+    const ports = ["KOINII_MAIL_IMAP_PORT", "KOINII_MAIL_LMTP_PORT", "KOINII_MAIL_SMTP_PORT", "KOINII_CYRUS_IMAP_PORT", "KOINII_CYRUS_HTTP_PORT"].map((k) => Number(process.env[k]));
+    expect(ports.every((p) => p > 0)).toBe(true);
+    expect(await Promise.all(ports.map(listening))).toEqual(ports.map(() => true));
+  });
+
+  it("a second run finds everything up: it starts nothing and prints the same environment", () => {
+    const r = spawnSync("bash", ["scripts/provision.sh"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    expect(r.stderr).not.toMatch(/started|installing|initdb/);
+    const env = Object.fromEntries(r.stdout.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    for (const [k, v] of Object.entries(env)) expect(process.env[k], k).toBe(v);
+  });
+
+  it("a package it may not install stops the run with one line naming the command", () => {
+    // Not root (or no apt-get): the script may not install, so it must say what to run.
+    const script = ". scripts/provision/lib.sh; need_debs koinii-no-such-package; echo reached";
+    const asUser = process.getuid?.() === 0 ? ["runuser", ["-u", "nobody", "--", "bash", "-c", script]] : ["bash", ["-c", script]];
+    const r = spawnSync(asUser[0] as string, asUser[1] as string[], { encoding: "utf8" });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trim().split("\n")).toEqual(["provision: missing koinii-no-such-package: run `sudo apt-get update && sudo apt-get install -y koinii-no-such-package` and start the tests again"]);
+  });
+
+  it("an unknown server name is refused", () => {
+    const r = spawnSync("bash", ["scripts/provision.sh", "redis"], { encoding: "utf8" });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/unknown server 'redis'/);
+  });
+});
