@@ -7,14 +7,18 @@
  * - a pattern query with one bound argument at 10^4, 10^5 and 10^6 sentexes
  *   (target p50 <= 20 us at 10^6 and <= 1.5x growth from 10^4);
  * - reopen at 10^6 (target <= 10 us per sentex);
- * - resident memory at 10^6 (target <= 800 bytes per sentex, heap delta after GC).
+ * - resident memory at 10^6 (target <= 800 bytes per sentex: VmRSS growth after GC, the
+ *   JS heap's share in the note).
+ *
+ * Each rate and its raw baseline are measured the same way: the best of RUNS runs, each on
+ * a fresh file, ours and the baseline's interleaved so the machine's drift falls on both.
  */
 import Database from "better-sqlite3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openKb, type Kb, type Durability } from "../src/kb/index.js";
-import { Suite, nowNs, elapsedMs, percentile, heapUsed, gc } from "./lib.js";
+import { Suite, nowNs, elapsedMs, percentile, heapUsed, gc, rss } from "./lib.js";
 
 const CONTEXTS = join(process.cwd(), "contexts");
 const tmp = () => mkdtempSync(join(tmpdir(), "koinii-bench-"));
@@ -27,53 +31,78 @@ function rawDb(path: string, durability: Durability): Database.Database {
   return db;
 }
 
-async function singleAsserts(suite: Suite, durability: Durability, n: number): Promise<void> {
-  const dir = tmp();
-  try {
-    const raw = rawDb(join(dir, "raw.db"), durability);
-    const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
-    let t = nowNs();
-    for (let i = 0; i < n; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), i + 1);
-    const rawRate = n / (elapsedMs(t) / 1000);
-    raw.close();
-    const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
-    t = nowNs();
-    for (let i = 0; i < n; i++) await kb.assert(`(rel E${i} V${i})`, "CxBench", { creator: "AgentBench" });
-    const rate = n / (elapsedMs(t) / 1000);
-    await kb.close();
-    suite.add(`raw_single_row_commits_${durability}`, { value: rawRate, unit: "rows/s" });
-    suite.compare(`single_asserts_${durability}`, rate, "asserts/s", `raw_single_row_commits_${durability}`, { higherIsBetter: true, minRatio: 0.6, note: "each acknowledged before the next" });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+const RUNS = 3;
+
+/** Best (highest) of RUNS rates of `raw` and of `ours`, run alternately, each on a fresh directory. */
+async function bestRates(raw: (dir: string) => Promise<number>, ours: (dir: string) => Promise<number>): Promise<{ raw: number; ours: number }> {
+  let best = { raw: 0, ours: 0 };
+  for (let i = 0; i < RUNS; i++) {
+    for (const side of ["raw", "ours"] as const) {
+      const dir = tmp();
+      try {
+        const rate = await (side === "raw" ? raw : ours)(dir);
+        best = { ...best, [side]: Math.max(best[side], rate) };
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
   }
+  return best;
+}
+
+async function singleAsserts(suite: Suite, durability: Durability, n: number): Promise<void> {
+  const r = await bestRates(
+    async (dir) => {
+      const raw = rawDb(join(dir, "raw.db"), durability);
+      const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
+      const t = nowNs();
+      for (let i = 0; i < n; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), i + 1);
+      const rate = n / (elapsedMs(t) / 1000);
+      raw.close();
+      return rate;
+    },
+    async (dir) => {
+      const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
+      const t = nowNs();
+      for (let i = 0; i < n; i++) await kb.assert(`(rel E${i} V${i})`, "CxBench", { creator: "AgentBench" });
+      const rate = n / (elapsedMs(t) / 1000);
+      await kb.close();
+      return rate;
+    },
+  );
+  suite.add(`raw_single_row_commits_${durability}`, { value: r.raw, unit: "rows/s", note: `best of ${RUNS}` });
+  suite.compare(`single_asserts_${durability}`, r.ours, "asserts/s", `raw_single_row_commits_${durability}`, { higherIsBetter: true, minRatio: 0.6, note: `each acknowledged before the next; best of ${RUNS}` });
 }
 
 async function batchEdits(suite: Suite, durability: Durability, batches: number, size: number): Promise<void> {
-  const dir = tmp();
-  try {
-    const raw = rawDb(join(dir, "raw.db"), durability);
-    const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
-    const insertMany = raw.transaction((from: number) => {
-      for (let i = from; i < from + size; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), 1);
-    });
-    let t = nowNs();
-    for (let b = 0; b < batches; b++) insertMany(b * size);
-    const rawRate = (batches * size) / (elapsedMs(t) / 1000);
-    raw.close();
-    const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
-    t = nowNs();
-    for (let b = 0; b < batches; b++) {
-      const add = [];
-      for (let i = b * size; i < (b + 1) * size; i++) add.push({ sentence: `(rel E${i} V${i})`, context: "CxBench" });
-      await kb.edit({ add });
-    }
-    const rate = (batches * size) / (elapsedMs(t) / 1000);
-    await kb.close();
-    suite.add(`raw_batched_inserts_${size}_${durability}`, { value: rawRate, unit: "rows/s" });
-    suite.compare(`edits_of_${size}_${durability}`, rate, "sentexes/s", `raw_batched_inserts_${size}_${durability}`, { higherIsBetter: true, minRatio: 0.5 });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const r = await bestRates(
+    async (dir) => {
+      const raw = rawDb(join(dir, "raw.db"), durability);
+      const ins = raw.prepare("INSERT INTO sentex VALUES (?, ?, ?, ?, ?, ?, ?)");
+      const insertMany = raw.transaction((from: number) => {
+        for (let i = from; i < from + size; i++) ins.run(i + 1, "CxBench", `(rel E${i} V${i})`, 1, "AgentBench", Date.now(), 1);
+      });
+      const t = nowNs();
+      for (let b = 0; b < batches; b++) insertMany(b * size);
+      const rate = (batches * size) / (elapsedMs(t) / 1000);
+      raw.close();
+      return rate;
+    },
+    async (dir) => {
+      const kb = await openKb({ path: join(dir, "kb.db"), durability, contextsDir: CONTEXTS });
+      const t = nowNs();
+      for (let b = 0; b < batches; b++) {
+        const add = [];
+        for (let i = b * size; i < (b + 1) * size; i++) add.push({ sentence: `(rel E${i} V${i})`, context: "CxBench" });
+        await kb.edit({ add });
+      }
+      const rate = (batches * size) / (elapsedMs(t) / 1000);
+      await kb.close();
+      return rate;
+    },
+  );
+  suite.add(`raw_batched_inserts_${size}_${durability}`, { value: r.raw, unit: "rows/s", note: `best of ${RUNS}` });
+  suite.compare(`edits_of_${size}_${durability}`, r.ours, "sentexes/s", `raw_batched_inserts_${size}_${durability}`, { higherIsBetter: true, minRatio: 0.5, note: `best of ${RUNS}` });
 }
 
 async function load(kb: Kb, from: number, to: number): Promise<void> {
@@ -104,10 +133,9 @@ async function scale(suite: Suite): Promise<void> {
   const dir = tmp();
   try {
     const path = join(dir, "kb.db");
-    gc();
-    const h0 = heapUsed();
     const kb = await openKb({ path, durability: "normal", contextsDir: CONTEXTS });
-    const base = heapUsed();
+    const heap0 = heapUsed();
+    const rss0 = rss();
     let loaded = 0;
     const sizes = [10_000, 100_000, 1_000_000];
     for (const size of sizes) {
@@ -123,8 +151,9 @@ async function scale(suite: Suite): Promise<void> {
       else suite.compare(`query_one_bound_p50_${size}`, q.p50, "us", `query_one_bound_p50_${sizes[0]}`, { higherIsBetter: false, minRatio: 1 / 1.5, note: "ratio = p50 at 10^4 / p50 here; >= 0.67 means <= 1.5x growth" });
       if (size === 1_000_000) suite.add("query_one_bound_p50_1000000_abs", { value: q.p50, unit: "us", target: "value <= 20", met: q.p50 <= 20 });
     }
-    const perSentex = (heapUsed() - base) / loaded;
-    suite.add("memory_per_sentex_1000000", { value: Math.round(perSentex), unit: "bytes", target: "value <= 800", met: perSentex <= 800, note: `heap delta after GC; KB heap ${(heapUsed() - h0) / 1e6 | 0} MB` });
+    const perSentex = (rss() - rss0) / loaded;
+    const heapPer = (heapUsed() - heap0) / loaded;
+    suite.add("memory_per_sentex_1000000", { value: Math.round(perSentex), unit: "bytes", target: "value <= 800", met: perSentex <= 800, note: `resident memory (VmRSS) growth after GC; JS heap ${Math.round(heapPer)} bytes per sentex` });
     const stored = kb.size;
     await kb.close();
     gc();

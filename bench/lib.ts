@@ -87,3 +87,9 @@ export function heapUsed(): number {
   gc();
   return process.memoryUsage().heapUsed;
 }
+
+/** Resident memory (bytes) after a full GC: what the process holds from the OS, not only the JS heap. */
+export function rss(): number {
+  gc();
+  return process.memoryUsage().rss;
+}

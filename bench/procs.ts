@@ -44,10 +44,11 @@ async function spawnServer(args: string[], re: RegExp, cleanup?: () => void): Pr
   };
 }
 
-export async function startDaemon(opts: { durability: "full" | "normal"; extra?: string[] }): Promise<Proc> {
+/** The daemon as `koinii serve` runs it; `node` adds flags for node itself (e.g. `--cpu-prof`). */
+export async function startDaemon(opts: { durability: "full" | "normal"; extra?: string[]; node?: string[] }): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), "koinii-bench-daemon-"));
   return spawnServer(
-    ["dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, "--durability", opts.durability, ...(opts.extra ?? [])],
+    [...(opts.node ?? []), "dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, "--durability", opts.durability, ...(opts.extra ?? [])],
     /koinii listening on (http:\/\/[^\s]+)/,
     () => rmSync(dir, { recursive: true, force: true }),
   );

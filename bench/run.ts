@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<void>> = {
   channel: async () => (await import("./channel.js")).run(),
   rules: async () => (await import("./rules.js")).run(),
   console: async () => (await import("./console.js")).run(),
+  writepath: async () => (await import("./writepath.js")).run(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
@@ -20,5 +21,10 @@ for (const name of names) {
     process.exit(2);
   }
   console.log(`\n== bench ${name}`);
-  await suite();
+  try {
+    await suite();
+  } catch (e) {
+    console.error(`\nbench ${name} FAILED: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  }
 }

@@ -13,18 +13,18 @@
  * run in a process of their own, timed against the same epoch clock.
  */
 import { Pool } from "undici";
-import { spawn } from "node:child_process";
 import pg from "pg";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Suite, nowNs, elapsedMs, percentile } from "./lib.js";
-import { startDaemon, startBaseline, startPostgres, type Proc } from "./procs.js";
+import { startDaemon, startBaseline, startPostgres } from "./procs.js";
+import { subscriberProcess, epochNow, waitFor, delivered, sleep, type Delivered } from "./delivery.js";
+import { loadUnderSubscribers, profileDaemonUnderLoad } from "./load.js";
 import { openKb } from "../src/kb/index.js";
 import { FeedHub } from "../src/feed/index.js";
 
 const CONTEXTS = join(process.cwd(), "contexts");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let unique = 0;
 
 interface LoadResult {
@@ -96,72 +96,11 @@ async function roundTrips(suite: Suite): Promise<void> {
 }
 
 /**
- * Subscribers in their own process (as agents are): it prints `<marker> <epochMs>` per
- * delivery; this process writes one marked sentence at a time and records when it sent it.
- */
-async function subscriberProcess(transport: "poll" | "sse" | "notify", target: string, count: number): Promise<{ lines: string[]; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["dist/bench/fixtures/subscribers.js", transport, target, String(count)], { stdio: ["ignore", "pipe", "inherit"] });
-  const lines: string[] = [];
-  let buf = "";
-  let ready: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  child.stdout!.on("data", (d: Buffer) => {
-    buf += d.toString();
-    let i: number;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line === "ready") ready();
-      else lines.push(line);
-    }
-  });
-  await isReady;
-  return {
-    lines,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
-const epochNow = () => performance.timeOrigin + performance.now();
-
-/** Latencies from the subscriber lines against the send times. */
-function latencies(lines: string[], sentAt: Map<number, number>): number[] {
-  const out: number[] = [];
-  for (const l of lines) {
-    const [m, t] = l.split(" ");
-    const sent = sentAt.get(Number(m));
-    if (sent !== undefined) out.push(Number(t) - sent);
-  }
-  return out.sort((a, b) => a - b);
-}
-
-async function waitFor(cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond() && Date.now() < deadline) await sleep(20);
-}
-
-/**
  * Events sent (and delivered) before the timed ones, to every transport and to NOTIFY
  * alike: the first few dozen deliveries of a fresh process run cold (JIT), as the round-trip
  * load's untimed first requests do.
  */
 const WARMUP_EVENTS = 50;
-
-interface Delivered {
-  p50: number;
-  p99: number;
-  deliveries: number;
-  missing: number;
-}
-
-function delivered(lines: string[], sentAt: Map<number, number>, expected: number): Delivered {
-  const lat = latencies(lines, sentAt); // warm-up deliveries are not in sentAt
-  return { p50: percentile(lat, 50), p99: percentile(lat, 99), deliveries: lat.length, missing: expected - lat.length };
-}
 
 /** One run: a fresh daemon, `subscribers` subscriptions in their own process, marked writes 5 ms apart. */
 async function deliveryRun(transport: "poll" | "sse", subscribers: number, events: number): Promise<Delivered> {
@@ -181,7 +120,7 @@ async function deliveryRun(transport: "poll" | "sse", subscribers: number, event
   await subs.stop();
   await pool.close();
   await daemon.stop();
-  return delivered(subs.lines, sentAt, events * subscribers);
+  return delivered(`${transport} s${subscribers}`, subs.lines, sentAt, events * subscribers, subs.lagged);
 }
 
 /**
@@ -205,7 +144,7 @@ async function notifyRun(cfg: pg.ClientConfig, listeners: number, events: number
   await sleep(100);
   await subs.stop();
   await sender.end();
-  return delivered(subs.lines, sentAt, events * listeners);
+  return delivered(`notify${withWrite ? "+write" : ""} s${listeners}`, subs.lines, sentAt, events * listeners);
 }
 
 /**
@@ -215,7 +154,7 @@ async function notifyRun(cfg: pg.ClientConfig, listeners: number, events: number
 const DELIVERY_RUNS = 3;
 
 async function deliveries(suite: Suite): Promise<void> {
-  const server = await startPostgres();
+  const server = await startPostgres(); // required: the run fails when PostgreSQL cannot be provisioned
   const runs = new Map<string, Delivered[]>();
   const keep = (name: string, d: Delivered) => runs.set(name, [...(runs.get(name) ?? []), d]);
   try {
@@ -232,9 +171,8 @@ async function deliveries(suite: Suite): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   for (const [name, ds] of runs) {
-    const missing = ds.reduce((n, d) => n + d.missing, 0);
     const each = (k: "p50" | "p99") => ds.map((d) => d[k].toFixed(2)).join(", ");
-    suite.add(`${name}_p50`, { value: median(ds.map((d) => d.p50)), unit: "ms", note: `median of ${ds.length} runs (${each("p50")}), ${ds[0]!.deliveries} deliveries each${missing ? `, ${missing} missing` : ""}` });
+    suite.add(`${name}_p50`, { value: median(ds.map((d) => d.p50)), unit: "ms", note: `median of ${ds.length} runs (${each("p50")}), ${ds[0]!.deliveries} deliveries each` });
     suite.add(`${name}_p99`, { value: median(ds.map((d) => d.p99)), unit: "ms", note: `median of ${ds.length} runs (${each("p99")})` });
   }
   for (const t of ["poll", "sse"] as const) {
@@ -247,6 +185,10 @@ async function deliveries(suite: Suite): Promise<void> {
     g.target = "value <= 10";
     g.met = g.value <= 10;
   }
+  // Issue 18's like-for-like targets: SSE no slower than a PostgreSQL write + NOTIFY in one
+  // transaction; long poll within 1.5x of SSE.
+  suite.compare("delivery_sse_s64_p50_vs_notify_write", suite.figures["delivery_sse_s64_p50"]!.value, "ms", "notify_write_s64_p50", { higherIsBetter: false, minRatio: 1 });
+  suite.compare("delivery_poll_s64_p50_vs_sse", suite.figures["delivery_poll_s64_p50"]!.value, "ms", "delivery_sse_s64_p50", { higherIsBetter: false, minRatio: 1 / 1.5, note: "ratio >= 0.67 means within 1.5x of SSE" });
 }
 
 /** Per-assert cost in-process (awaited, durability normal) with 0 or 64 subscriptions. */
@@ -301,13 +243,15 @@ async function perAssertCost(suite: Suite): Promise<void> {
   }
 }
 
-/** `KOINII_BENCH_PARTS=delivery,cost` runs only those parts (roundtrips, delivery, cost); all by default. */
-const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "roundtrips,delivery,cost").split(","));
+/** `KOINII_BENCH_PARTS=delivery,cost` runs only those parts (roundtrips, delivery, cost, load, profile); all but profile by default. */
+const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "roundtrips,delivery,cost,load").split(","));
 
 export async function run(): Promise<void> {
   const suite = new Suite("wire");
   if (parts.has("roundtrips")) await roundTrips(suite);
   if (parts.has("delivery")) await deliveries(suite);
   if (parts.has("cost")) await perAssertCost(suite);
-  suite.write();
+  if (parts.has("load")) await loadUnderSubscribers(suite);
+  if (parts.has("profile")) await profileDaemonUnderLoad();
+  if (Object.keys(suite.figures).length) suite.write(); // the profile alone writes wire-profile.json, not an empty wire.json
 }

@@ -1,0 +1,191 @@
+/**
+ * Transitive closure for `npm run bench -- rules`: the graphs, the two rules, and the
+ * systems that compute it, each behind one interface so every one is timed the same way.
+ *
+ *   engine     the rules engine alone, in memory (no store)
+ *   kb         the same through `openKb`: a real SQLite file, rows and feed events written
+ *   seminaive  a plain semi-naive closure written for the benchmark: integer ids, arrays
+ *              and sets, no truth maintenance, no contexts (the floor a closure can reach)
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openKb, type Kb } from "../src/kb/index.js";
+import { EngineDriver } from "./engine-driver.js";
+
+export type Edge = [number, number];
+
+export const RULES = [
+  { sentence: "(implies (edge ?x ?y) (reach ?x ?y))", context: "CxGraph" },
+  { sentence: "(implies (and (edge ?x ?y) (reach ?y ?z)) (reach ?x ?z))", context: "CxGraph" },
+];
+
+export const edgeEntry = ([a, b]: Edge) => ({ sentence: `(edge N${a} N${b})`, context: "CxGraph" });
+
+export function chain(n: number): Edge[] {
+  const out: Edge[] = [];
+  for (let i = 0; i < n - 1; i++) out.push([i, i + 1]);
+  return out;
+}
+
+/** A random recursive tree: node i hangs under a uniformly chosen earlier node. */
+export function tree(n: number, seed = 7): Edge[] {
+  let s = seed;
+  const rnd = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const out: Edge[] = [];
+  for (let i = 1; i < n; i++) out.push([Math.floor(rnd() * i), i]);
+  return out;
+}
+
+export function graph(kind: "chain" | "tree", n: number): Edge[] {
+  return kind === "chain" ? chain(n) : tree(n);
+}
+
+/** One way of computing the closure. Edges are stored before `derive` (untimed); `derive` is the timed materialization. */
+export interface Closure {
+  /** Store the edges (not timed). */
+  load(edges: Edge[]): Promise<void>;
+  /** Materialize the closure (the timed part). */
+  derive(): Promise<void>;
+  /** Reach facts currently derived. */
+  count(): number;
+  close(): Promise<void>;
+}
+
+/** A closure maintained incrementally (ours): one edge in, the same edge out. */
+export interface Incremental extends Closure {
+  /** Insert one edge; returns a handle for `retract`. */
+  insert(e: Edge): Promise<number>;
+  retract(handle: number): Promise<void>;
+}
+
+export class EngineClosure implements Incremental {
+  private d = new EngineDriver();
+  async load(edges: Edge[]) {
+    this.d.add(edges.map(edgeEntry));
+  }
+  async derive() {
+    this.d.add(RULES);
+  }
+  async insert(e: Edge) {
+    return this.d.add([edgeEntry(e)])[0]!;
+  }
+  async retract(h: number) {
+    this.d.remove([h]);
+  }
+  count() {
+    return this.d.count("reach");
+  }
+  async close() {}
+}
+
+/** The closure through `openKb` with its store: a real SQLite file (durability `full`, the default), every write durable before it returns. */
+export class KbClosure implements Incremental {
+  private dir = mkdtempSync(join(tmpdir(), "koinii-bench-rules-"));
+  private kb!: Kb;
+  async open() {
+    this.kb = await openKb({ path: join(this.dir, "kb.db") });
+    return this;
+  }
+  async load(edges: Edge[]) {
+    for (let i = 0; i < edges.length; i += 10_000) await this.kb.edit({ add: edges.slice(i, i + 10_000).map(edgeEntry) });
+  }
+  async derive() {
+    await this.kb.edit({ add: RULES });
+  }
+  async insert(e: Edge) {
+    const entry = edgeEntry(e);
+    return (await this.kb.assert(entry.sentence, entry.context)).handle;
+  }
+  async retract(h: number) {
+    await this.kb.retract(h);
+  }
+  count() {
+    let n = 0;
+    for (const node of this.kb.engine.index.byHandle.values()) if (node.atom[0] === "reach" && node.label > 0) n++;
+    return n;
+  }
+  async close() {
+    await this.kb.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Semi-naive evaluation of reach(x,z) :- edge(x,y), reach(y,z) from reach = edge: each
+ * round joins only the facts new in the last round. Node names are interned to integers
+ * (timed: the engine gets names too). No incremental maintenance: recomputing it is what the
+ * engine's one-edge insert and retract are measured against.
+ */
+export class SemiNaiveClosure implements Closure {
+  private edges: [string, string][] = [];
+  private reach: Set<number>[] = [];
+  private facts = 0;
+  async load(edges: Edge[]) {
+    this.edges = edges.map(([a, b]) => [`N${a}`, `N${b}`]);
+  }
+  async derive() {
+    const ids = new Map<string, number>();
+    const id = (s: string) => {
+      let i = ids.get(s);
+      if (i === undefined) ids.set(s, (i = ids.size));
+      return i;
+    };
+    const from: number[] = [];
+    const to: number[] = [];
+    for (const [a, b] of this.edges) {
+      from.push(id(a));
+      to.push(id(b));
+    }
+    const n = ids.size;
+    const preds: number[][] = Array.from({ length: n }, () => []);
+    const reach: Set<number>[] = Array.from({ length: n }, () => new Set());
+    let dx: number[] = [];
+    let dz: number[] = [];
+    let facts = 0;
+    for (let i = 0; i < from.length; i++) {
+      preds[to[i]!]!.push(from[i]!);
+      if (!reach[from[i]!]!.has(to[i]!)) {
+        reach[from[i]!]!.add(to[i]!);
+        dx.push(from[i]!);
+        dz.push(to[i]!);
+        facts++;
+      }
+    }
+    while (dx.length) {
+      const nx: number[] = [];
+      const nz: number[] = [];
+      for (let i = 0; i < dx.length; i++) {
+        const y = dx[i]!;
+        const z = dz[i]!;
+        for (const x of preds[y]!) {
+          const r = reach[x]!;
+          if (!r.has(z)) {
+            r.add(z);
+            nx.push(x);
+            nz.push(z);
+            facts++;
+          }
+        }
+      }
+      dx = nx;
+      dz = nz;
+    }
+    this.reach = reach;
+    this.facts = facts;
+  }
+  count() {
+    return this.facts;
+  }
+  async close() {
+    this.reach = [];
+  }
+}
+
+export type SystemName = "engine" | "kb" | "seminaive";
+
+export const openClosure = {
+  engine: async (): Promise<Incremental> => new EngineClosure(),
+  kb: (): Promise<Incremental> => new KbClosure().open(),
+  seminaive: async (): Promise<Closure> => new SemiNaiveClosure(),
+};
