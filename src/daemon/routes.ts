@@ -101,12 +101,11 @@ export function routes(d: RouteDeps): RouteDef[] {
       access: "none",
       answer: s.healthAnswer,
       handler: ({ reply }) => {
+        const c = kb.store.cluster;
+        const answer = { seq: hub.headSeq, version: d.version, role: kb.role, epoch: c?.epoch ?? 0, appliedSeq: hub.headSeq, lagMs: c?.lagMs() ?? 0 };
         // K12: a stopped daemon is not healthy; a supervisor reads the reason here.
-        if (kb.failure) {
-          reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon stopped: ${kb.failure.reason}`, reason: kb.failure.reason });
-          return { seq: hub.headSeq, version: d.version };
-        }
-        return { seq: hub.headSeq, version: d.version };
+        if (kb.failure) reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon stopped: ${kb.failure.reason}`, reason: kb.failure.reason });
+        return answer;
       },
     }),
     route({
@@ -214,7 +213,8 @@ export function routes(d: RouteDeps): RouteDef[] {
       access: "any",
       body: s.watchBody,
       answer: s.watchAnswer,
-      handler: ({ body, principal }) => hub.watch(principal, body),
+      // A `from` another node gave waits (up to maxWaitMs) for this node to apply it.
+      handler: async ({ body, principal }) => (await hub.awaitCursor(body.from, hub.limits.maxWaitMs), hub.watch(principal, body)),
     }),
     route({
       method: "POST",
@@ -242,6 +242,7 @@ export function routes(d: RouteDeps): RouteDef[] {
         const lastId = request.headers["last-event-id"];
         const raw = typeof lastId === "string" ? lastId : query.cursor;
         const cursor = raw === undefined ? undefined : /^[0-9]{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+        await hub.awaitCursor(cursor, Infinity); // a Last-Event-ID from another node: wait until applied here
         const prepared = hub.prepareStream(principal, query.token, cursor);
         reply.hijack();
         const res = reply.raw;

@@ -116,7 +116,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       onEvent: () => metrics.events.inc(),
       onLost: (n) => metrics.lost.inc(n),
     },
-    { now: opts.now, parseLimits: kb.engine.limits },
+    { now: opts.now, parseLimits: kb.engine.limits, cursorsMayLead: () => kb.role === "follower" },
   );
   hubRef = hub;
   const allowedOrigins = new Set(opts.allowedOrigins ?? []);
@@ -171,6 +171,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");
     metrics.refusals.inc({ type: w.body.type });
     if (w.status === 413) reply.header("connection", "close");
+    if (w.writer !== undefined) reply.header("location", w.writer + req.url);
+    if (w.retryAfterS !== undefined) reply.header("retry-after", String(w.retryAfterS));
     return reply.code(w.status).send(w.body);
   });
 
