@@ -53,8 +53,16 @@ export interface RouteDef {
    * the seq it saw is durable and names it as `asOf` (see `readRoute`).
    */
   read?: boolean;
+  /**
+   * A POST every node of a cluster serves itself (the feed's). Every other POST that is not
+   * a read may write, and a follower redirects it to the writer before it runs.
+   */
+  everyNode?: boolean;
   handler(ctx: HandlerContext<any, any, any>): unknown;
 }
+
+/** Whether a follower sends this route to the writer (see `everyNode`). */
+export const writerOnly = (def: RouteDef): boolean => def.method === "POST" && !def.read && !def.everyNode;
 
 type Out<A extends z.ZodType> = Omit<z.output<A>, "ok">;
 
@@ -68,6 +76,7 @@ interface RouteSpec<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodTyp
   params?: P;
   query?: Q;
   answer: A;
+  everyNode?: boolean;
   handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): R;
 }
 
@@ -209,6 +218,7 @@ export function routes(d: RouteDeps): RouteDef[] {
     route({
       method: "POST",
       url: "/v1/watch",
+      everyNode: true,
       summary: "Register a subscription: every event, a context's cone, or a standing query; `from` replays the durable log",
       access: "any",
       body: s.watchBody,
@@ -219,6 +229,7 @@ export function routes(d: RouteDeps): RouteDef[] {
     route({
       method: "POST",
       url: "/v1/poll",
+      everyNode: true,
       summary: "Matching events after a cursor; waitMs parks (capped) until one arrives",
       access: "any",
       body: s.pollBody,
@@ -271,6 +282,7 @@ export function routes(d: RouteDeps): RouteDef[] {
     route({
       method: "POST",
       url: "/v1/unwatch",
+      everyNode: true,
       summary: "Drop a subscription (idempotent)",
       access: "any",
       body: s.unwatchBody,

@@ -21,7 +21,8 @@ import { FeedHub, type FeedLimits } from "../feed/index.js";
 import { toWire, WireError } from "./errors.js";
 import { Access, type Principal } from "./access.js";
 import { Metrics } from "./metrics.js";
-import { routes, type RouteDef } from "./routes.js";
+import { routes, writerOnly, type RouteDef } from "./routes.js";
+import { NotWriterError } from "../kb/store-of-record.js";
 import { openApiDocument } from "./openapi.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
@@ -79,6 +80,7 @@ declare module "fastify" {
   }
   interface FastifyContextConfig {
     access?: RouteDef["access"];
+    writerOnly?: boolean;
   }
 }
 
@@ -151,6 +153,9 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     const need = req.is404 ? "any" : (req.routeOptions.config.access ?? "any");
     if (need !== "none") req.principal = access.authenticate(req.headers.authorization);
     if (need === "admin" && !req.principal.admin) throw new WireError("forbidden", "this route is the admin's");
+    // A follower checks nothing more of a write: the writer it is sent to does (docs/cluster.md).
+    const cluster = kb.store.cluster;
+    if (cluster && cluster.role !== "writer" && req.routeOptions.config.writerOnly) throw new NotWriterError(cluster.writerUrl, cluster.retryAfterMs);
     if (req.method === "POST" && !req.is404) {
       const len = req.headers["content-length"];
       if (len !== undefined && Number(len) > limits.maxBodyBytes) {
@@ -184,7 +189,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     app.route({
       method: def.method,
       url: def.url,
-      config: { access: def.access },
+      config: { access: def.access, writerOnly: writerOnly(def) },
       handler: async (request, reply) => {
         const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
