@@ -151,14 +151,27 @@ describe("a follower daemon", () => {
     const polled = await polling;
     expect(polled.status).toBe(200);
     expect(polled.body.events.map((e: { seq: number }) => e.seq)).toEqual([next]);
+
+    // A stream resumed with a Last-Event-ID the follower has not applied waits until it has.
+    follower.proc.kill("SIGSTOP");
+    const last = (await call(writer.url, "POST", "/v1/assert", { sentence: "(bird Rhea)", context: "CxFeed" })).body.seq;
+    const after = (await call(writer.url, "POST", "/v1/assert", { sentence: "(bird Kea)", context: "CxFeed" })).body.seq;
+    const streaming = fetch(`${follower.url}/v1/stream?token=${fw.body.token}`, { headers: { "last-event-id": String(last) } });
+    await sleep(100);
+    follower.proc.kill("SIGCONT");
+    const again = await streaming;
+    expect(again.status).toBe(200);
+    const tail = await readSse(again, (f) => f.some((x) => x.id));
+    expect(tail.filter((x) => x.id).map((x) => Number(x.id))).toEqual([after]);
   });
 });
 
 describe("failover", () => {
-  it("SIGKILL the writer: the follower takes over within the lease, every acknowledged write is kept and the log has no gap", async () => {
+  it("SIGKILL the writer: the follower takes over within the lease, every acknowledged write is kept and the log has no gap; a follower that was behind catches up before it writes", async () => {
     const url = await freshDatabase();
     const a = await start(url);
     const b = await start(url);
+    let c: Daemon | undefined;
     try {
       const acked: { handle: number; seq: number }[] = [];
       for (let i = 0; i < 20; i++) acked.push((await call(a.url, "POST", "/v1/assert", { sentence: `(n N${i})`, context: "CxFail" })).body);
@@ -174,14 +187,37 @@ describe("failover", () => {
       console.log(`failover: writer SIGKILL to the first acknowledged write on the new writer took ${failoverMs} ms (lease 2000 ms, renew 200 ms)`);
       acked.push(first.body);
       expect(await health(b)).toMatchObject({ role: "writer", epoch: 2 });
+      expect(first.body.seq).toBe(acked.at(-2)!.seq + 1);
+
+      // C follows B but is stopped while B commits more and dies; C resumes after the lease
+      // ran out and must first apply what it missed. C tries the lease once a second and is
+      // stopped between two attempts, so on resume its first step is the election: it
+      // catches up as it promotes.
+      c = await spawnDaemon({ args: ["--store", url, "--lease-ms", "2000", "--lease-renew-ms", "1000", "--follow-poll-ms", "200"] });
+      await applied(c, first.body.seq);
+      await sleep(300);
+      c.proc.kill("SIGSTOP");
+      for (let i = 0; i < 5; i++) acked.push((await call(b.url, "POST", "/v1/assert", { sentence: `(n Missed${i})`, context: "CxFail" })).body);
+      await b.stop("SIGKILL");
+      await sleep(2_500); // past B's lease
+      c.proc.kill("SIGCONT");
+      const third = await eventually(async () => {
+        const r = await call(c!.url, "POST", "/v1/assert", { sentence: "(n Third)", context: "CxFail" }).catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      }, 15_000);
+      expect(third.body.seq).toBe(acked.at(-1)!.seq + 1);
+      acked.push(third.body);
+      expect(await health(c)).toMatchObject({ role: "writer", epoch: 3 });
+      expect((await call(c.url, "POST", "/v1/match", { sentence: "(n ?x)", context: "CxFail" })).body.sentexes).toHaveLength(acked.length);
+
       const seqs = (await pgQuery<{ seq: string }>(url, "select seq from event order by seq")).map((r) => Number(r.seq));
       expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
-      expect(first.body.seq).toBe(acked.at(-2)!.seq + 1);
       for (const w of acked) {
         const [row] = await pgQuery<{ seq: string }>(url, "select seq from sentex where handle = $1", [w.handle]);
         expect(Number(row!.seq)).toBe(w.seq);
       }
     } finally {
+      await c?.stop();
       await b.stop();
       await a.stop();
     }
