@@ -12,7 +12,7 @@ import { freshDatabase, pgQuery } from "../kb/pg.js";
 describe("serve on PostgreSQL", () => {
   it("serve --help names the store and the lease bounds", () => {
     const help = execFileSync(process.execPath, [MAIN, "serve", "--help"], { encoding: "utf8" });
-    for (const flag of ["--store <url>", "--lease-ms <ms>", "--lease-renew-ms <ms>", "--pg-lock-timeout-ms <ms>", "--pg-statement-timeout-ms <ms>", "--pg-idle-in-transaction-ms <ms>"]) expect(help).toContain(flag);
+    for (const flag of ["--store <url>", "--lease-ms <ms>", "--lease-renew-ms <ms>", "--pg-lock-timeout-ms <ms>", "--pg-statement-timeout-ms <ms>", "--pg-idle-in-transaction-ms <ms>", "--follow-poll-ms <ms>", "--advertise-url <url>"]) expect(help).toContain(flag);
     expect(help).toMatch(/KOINII_STORE/);
   });
 
