@@ -166,6 +166,37 @@ describe("a follower daemon", () => {
   });
 });
 
+describe("a follower behind a pruned log", () => {
+  it("stops (exit 3) rather than serve a state with a gap, and a restart follows from a new snapshot", async () => {
+    const url = await freshDatabase();
+    const writer = await spawnDaemon({ args: ["--store", url, ...LEASE, "--feed-retention-events", "10"] });
+    let follower = await start(url);
+    try {
+      const base = (await health(writer)).appliedSeq;
+      await applied(follower, base);
+      follower.proc.kill("SIGSTOP");
+      // The writer prunes every 1024 writes down to the newest 10 events: past the follower's seq.
+      let n = 0;
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        while (n < 1030) await call(writer.url, "POST", "/v1/assert", { sentence: `(p P${n++})`, context: "CxPrune" });
+      }));
+      const oldest = Number((await pgQuery<{ seq: string }>(url, "select min(seq) as seq from event"))[0]!.seq);
+      expect(oldest).toBeGreaterThan(base + 1);
+      follower.proc.kill("SIGCONT");
+      expect(await follower.exited).toBe(3);
+      expect(follower.stderr()).toMatch(/no longer holds seq/);
+      follower = await start(url);
+      const head = (await health(writer)).appliedSeq;
+      await applied(follower, head);
+      const q = { sentence: "(p ?x)", context: "CxPrune" };
+      expect((await call(follower.url, "POST", "/v1/match", q)).body).toEqual((await call(writer.url, "POST", "/v1/match", q)).body);
+    } finally {
+      await follower.stop();
+      await writer.stop();
+    }
+  });
+});
+
 describe("failover", () => {
   it("SIGKILL the writer: the follower takes over within the lease, every acknowledged write is kept and the log has no gap; a follower that was behind catches up before it writes", async () => {
     const url = await freshDatabase();
