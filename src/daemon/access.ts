@@ -33,7 +33,8 @@ export const newAgentToken = (): string => "kat_" + randomBytes(32).toString("ba
 
 export class Access {
   /** Agent principals by the hex sha256 of their token. */
-  private readonly agents = new Map<string, Principal>();
+  private agents = new Map<string, Principal>();
+  private loading: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly kb: Kb,
@@ -44,9 +45,22 @@ export class Access {
   static async open(kb: Kb, opts: { adminToken?: string | undefined }): Promise<Access> {
     const token = opts.adminToken?.trim() ? opts.adminToken : undefined;
     const access = new Access(kb, token === undefined ? undefined : sha256(token));
-    const rows = await kb.store.principals();
-    for (const r of rows) access.agents.set(r.token_sha256, agentPrincipal(r.id));
+    await access.reload();
     return access;
+  }
+
+  /**
+   * Read the stored agent token digests again, replacing what is held (a rotated token's
+   * old digest goes). A follower calls it when the writer stored a token (docs/cluster.md).
+   */
+  reload(): Promise<void> {
+    // One read at a time, in order: an older read never replaces a newer one.
+    this.loading = this.loading.catch(() => {}).then(async () => {
+      const agents = new Map<string, Principal>();
+      for (const r of await this.kb.store.principals()) agents.set(r.token_sha256, agentPrincipal(r.id));
+      this.agents = agents;
+    });
+    return this.loading;
   }
 
   get posture(): Posture {

@@ -74,6 +74,9 @@ export interface PgStoreOptions {
 /** The channel the writer notifies in each commit transaction (payload: the new head seq). */
 export const EVENT_CHANNEL = "koinii_events";
 
+/** The channel the writer notifies when it stores a principal (an agent token). */
+export const PRINCIPAL_CHANNEL = "koinii_principals";
+
 /** Events a follower reads per round trip while catching up. */
 const REPLAY_BATCH = 500;
 
@@ -131,6 +134,7 @@ export class PgStore implements StoreOfRecord, Cluster {
   private advertised: string | undefined;
   /** Follower: the replay callback (the KB's), the LISTEN session, what wakes the tail loop. */
   private replayer: ((e: LoggedEvent) => void) | undefined;
+  private principalsChanged: () => void = () => {};
   private listener: pg.Client | undefined;
   private wake: (() => void) | undefined;
   private following: Promise<void> = Promise.resolve();
@@ -373,6 +377,10 @@ export class PgStore implements StoreOfRecord, Cluster {
     else this.behindSince ??= Date.now();
   }
 
+  onPrincipals(fn: () => void): void {
+    this.principalsChanged = fn;
+  }
+
   follow(apply: (e: LoggedEvent) => void): void {
     if (this.role !== "follower" || this.replayer) throw new Error("invariant: follow() is called once, on a follower");
     this.replayer = apply;
@@ -393,6 +401,7 @@ export class PgStore implements StoreOfRecord, Cluster {
           nextElection = Date.now() + this.limits.leaseRenewMs;
           const epoch = await this.tryLease();
           if (epoch !== undefined) return await this.promote(epoch);
+          this.principalsChanged();
         }
         await this.catchUp(await readHead(this.pool));
         await new Promise<void>((resolve) => {
@@ -413,13 +422,14 @@ export class PgStore implements StoreOfRecord, Cluster {
       if (this.listener === client) this.listener = undefined;
     });
     client.on("notification", (n) => {
+      if (n.channel === PRINCIPAL_CHANNEL) return this.principalsChanged();
       if (n.channel !== EVENT_CHANNEL) return;
       const head = Number(n.payload);
       if (Number.isSafeInteger(head)) this.noteHead(head);
       this.wake?.();
     });
     await client.connect();
-    await client.query(`listen ${EVENT_CHANNEL}`);
+    await client.query(`listen ${EVENT_CHANNEL}; listen ${PRINCIPAL_CHANNEL}`);
     this.listener = client;
   }
 
@@ -536,6 +546,7 @@ export class PgStore implements StoreOfRecord, Cluster {
       await this.transaction(async (c) => {
         old = (await c.query<{ token_sha256: string }>("select token_sha256 from principal where id = $1", [id])).rows[0]?.token_sha256;
         await c.query("insert into principal (id, token_sha256) values ($1, $2) on conflict (id) do update set token_sha256 = excluded.token_sha256", [id, tokenSha256]);
+        await c.query("select pg_notify($1, '')", [PRINCIPAL_CHANNEL]);
       });
     } catch (e) {
       this.abort(e);

@@ -114,6 +114,11 @@ export interface Cluster {
    * replay group (the row methods fill it; `onCommit` callbacks run once it is checked).
    */
   follow(apply: (e: LoggedEvent) => void): void;
+  /**
+   * Hear that the principal table may have changed (the writer stored a token): on a
+   * follower, at each notification and at each election attempt (the fallback).
+   */
+  onPrincipals(fn: () => void): void;
 }
 
 /** A write sent to a follower: the writer's URL when one is known. */

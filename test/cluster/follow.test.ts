@@ -166,6 +166,27 @@ describe("a follower daemon", () => {
   });
 });
 
+describe("agent tokens on a follower", () => {
+  it("a token the writer issues is accepted by a follower, and a rotated one stops working there", async () => {
+    const url = await freshDatabase();
+    const env = { KOINII_ADMIN_TOKEN: "admin-secret" };
+    const writer = await spawnDaemon({ env, args: ["--store", url, ...LEASE] });
+    const follower = await spawnDaemon({ env, args: ["--store", url, ...LEASE] });
+    try {
+      const issue = async () => (await call(writer.url, "POST", "/v1/agents", { id: "AgentAtlas" }, { token: "admin-secret" })).body.token as string;
+      const status = async (token: string) => (await call(follower.url, "POST", "/v1/match", { sentence: "(dog ?x)", context: "CxPets" }, { token })).status;
+      const first = await issue();
+      await eventually(async () => ((await status(first)) === 200 ? true : undefined));
+      const second = await issue();
+      await eventually(async () => ((await status(second)) === 200 ? true : undefined));
+      expect(await status(first)).toBe(401);
+    } finally {
+      await follower.stop();
+      await writer.stop();
+    }
+  });
+});
+
 describe("a follower behind a pruned log", () => {
   it("stops (exit 3) rather than serve a state with a gap, and a restart follows from a new snapshot", async () => {
     const url = await freshDatabase();
