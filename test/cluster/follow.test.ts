@@ -87,11 +87,15 @@ describe("a follower daemon", () => {
       fc.nat(40).map((h) => ({ path: "/v1/retract", body: { handle: h + 1 } as object })),
       fc.tuple(fc.array(add, { minLength: 1, maxLength: 3 }), fc.array(fc.nat(40), { maxLength: 2 })).map(([adds, rm]) => ({ path: "/v1/edit", body: { add: adds, remove: [...new Set(rm.map((h) => h + 1))] } as object })),
     );
-    const reads = (maxHandle: number) => [
-      ...contexts.flatMap((context) => ["(animal ?x)", "(dog ?x)", "(not (dog ?x))", "(cat ?x)"].map((goal) => ["/v1/query", { goal, context }] as const)),
-      ["/v1/match", { sentence: "(dog ?x)", context: "?ctx" }] as const,
-      ["/v1/match", { sentence: "(animal ?x)", context: "CxZoo" }] as const,
-      ...Array.from({ length: maxHandle }, (_, i) => ["/v1/why", { handle: i + 1 }] as const),
+    const reads = (maxHandle: number): [string, string, object | undefined][] => [
+      ...contexts.flatMap((context) => ["(animal ?x)", "(dog ?x)", "(not (dog ?x))", "(cat ?x)"].map((goal): [string, string, object] => ["POST", "/v1/query", { goal, context }])),
+      ["POST", "/v1/match", { sentence: "(dog ?x)", context: "?ctx" }],
+      ["POST", "/v1/match", { sentence: "(animal ?x)", context: "CxZoo" }],
+      ...contexts.map((context): [string, string, object] => ["POST", "/v1/contradictions", { context }]),
+      ...Array.from({ length: maxHandle }, (_, i): [string, string, object | undefined][] => [
+        ["POST", "/v1/why", { handle: i + 1 }],
+        ["GET", `/v1/sentex/${i + 1}`, undefined],
+      ]).flat(),
     ];
     let compared = 0;
     await fc.assert(
@@ -102,8 +106,8 @@ describe("a follower daemon", () => {
           const seq = (await health(writer)).appliedSeq; // nothing else writes: this is the seq both must be at
           await applied(follower, seq);
           const maxHandle = Number((await pgQuery<{ value: string }>(url, "select value from meta where key = 'next_handle'"))[0]!.value) - 1;
-          for (const [path, body] of reads(maxHandle)) {
-            const [a, b] = await Promise.all([call(writer.url, "POST", path, body), call(follower.url, "POST", path, body)]);
+          for (const [method, path, body] of reads(maxHandle)) {
+            const [a, b] = await Promise.all([call(writer.url, method, path, body), call(follower.url, method, path, body)]);
             expect(b.status).toBe(a.status);
             expect(b.body).toEqual(a.body);
             if (a.status === 200) expect(a.body.asOf).toBe(seq);
