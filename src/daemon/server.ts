@@ -109,6 +109,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   const log = opts.logger ?? pino({ name: "koinii" }, pino.destination(2));
   const version = opts.version ?? packageVersion();
   const access = await Access.open(kb, { adminToken: opts.adminToken });
+  // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.
+  kb.store.cluster?.onPrincipals(() => void access.reload().catch((err: unknown) => log.warn({ err }, "re-reading the agent tokens failed")));
   let hubRef: FeedHub | undefined;
   const metrics = new Metrics(() => hubRef, () => hubRef?.headSeq ?? kb.headSeq);
   const hub = await FeedHub.open(
