@@ -1,6 +1,7 @@
 /**
  * `koinii serve`: the daemon on the embedded SQLite store in `--data` (or on PostgreSQL with
- * `--store postgres://...`: it waits until elected the one writer, then serves), loading contexts/ from
+ * `--store postgres://...`: the elected writer, or else a follower that replays the writer's
+ * log, serves reads and the feed, redirects writes, and takes over when the lease runs out), loading contexts/ from
  * the package root. Prints exactly one line on stdout, `koinii listening on http://HOST:PORT`
  * (port 0 picks a free port; the line gives the real one); logs go to stderr.
  *
@@ -21,6 +22,10 @@ const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
   return Number(v);
 };
+const absoluteUrl = (v: string): string => {
+  if (!/^https?:\/\/[^/]+$/.test(v)) throw new InvalidArgumentError("expected http(s)://host[:port], no path");
+  return v;
+};
 const port = (v: string): number => {
   if (!/^[0-9]{1,5}$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError("expected a port from 0 to 65535");
   return Number(v);
@@ -36,6 +41,8 @@ interface ServeOptions {
   pgStatementTimeoutMs: number;
   pgLockTimeoutMs: number;
   pgIdleInTransactionMs: number;
+  followPollMs: number;
+  advertiseUrl?: string;
   listen: string;
   durability: "full" | "normal";
   contexts: string;
@@ -67,12 +74,14 @@ export function registerServeCommand(program: Command): void {
     .description("run the daemon (KOINII_ADMIN_TOKEN in the environment sets the admin token)")
     .option("--port <n>", "TCP port (0 = any free port)", port, 4200)
     .option("--data <dir>", "data directory (the SQLite store lives in <dir>/koinii.db)", "./data")
-    .option("--store <url>", "postgres://... to keep the store of record in PostgreSQL instead of --data (env KOINII_STORE); the daemon serves once elected writer", process.env.KOINII_STORE)
+    .option("--store <url>", "postgres://... to keep the store of record in PostgreSQL instead of --data (env KOINII_STORE); the elected daemon writes, the others follow", process.env.KOINII_STORE)
     .option("--lease-ms <ms>", "PostgreSQL: how long the writer lease lasts without renewal", positive, DEFAULT_PG_LIMITS.leaseMs)
     .option("--lease-renew-ms <ms>", "PostgreSQL: how often the writer renews its lease and a waiting daemon tries to take an expired one (at most half of --lease-ms)", positive, DEFAULT_PG_LIMITS.leaseRenewMs)
     .option("--pg-statement-timeout-ms <ms>", "PostgreSQL: statement_timeout of every session", positive, DEFAULT_PG_LIMITS.statementTimeoutMs)
     .option("--pg-lock-timeout-ms <ms>", "PostgreSQL: lock_timeout of every session", positive, DEFAULT_PG_LIMITS.lockTimeoutMs)
     .option("--pg-idle-in-transaction-ms <ms>", "PostgreSQL: idle_in_transaction_session_timeout of every session", positive, DEFAULT_PG_LIMITS.idleInTransactionMs)
+    .option("--follow-poll-ms <ms>", "PostgreSQL: how often a follower reads the head when no NOTIFY woke it", positive, DEFAULT_PG_LIMITS.followPollMs)
+    .option("--advertise-url <url>", "PostgreSQL: the URL other daemons redirect writes to while this one writes (default: the listening URL)", absoluteUrl)
     .option("--listen <addr>", "address to bind; non-loopback requires KOINII_ADMIN_TOKEN", "127.0.0.1")
     .addOption(new Option("--durability <mode>", "full: fsync every group commit; normal: survives a process kill, not a power loss").choices(["full", "normal"]).default("full"))
     .option("--contexts <dir>", "context files loaded at boot", join(packageRoot(), "contexts"))
@@ -111,7 +120,8 @@ export function registerServeCommand(program: Command): void {
           ? undefined
           : await PgStore.open({
               url: o.store,
-              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs },
+              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs, followPollMs: o.followPollMs },
+              follow: true,
             });
       const kb = await openKb({
         path: join(o.data, "koinii.db"),
@@ -158,6 +168,7 @@ export function registerServeCommand(program: Command): void {
       process.on("SIGTERM", () => void stop("SIGTERM"));
       process.on("SIGINT", () => void stop("SIGINT"));
       const url = await server.listen(o.port, o.listen);
+      await kb.store.cluster?.advertise(o.advertiseUrl ?? url);
       process.stdout.write(`koinii listening on ${url}\n`);
     });
 }

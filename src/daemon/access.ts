@@ -38,6 +38,7 @@ export class Access {
   private readonly digestOf = new Map<string, string>();
   /** Issues run one at a time, in call order: the last one answered is the one stored and the one that works. */
   private issuing: Promise<unknown> = Promise.resolve();
+  private loading: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly kb: Kb,
@@ -48,9 +49,23 @@ export class Access {
   static async open(kb: Kb, opts: { adminToken?: string | undefined }): Promise<Access> {
     const token = opts.adminToken?.trim() ? opts.adminToken : undefined;
     const access = new Access(kb, token === undefined ? undefined : sha256(token));
-    const rows = await kb.store.principals();
-    for (const r of rows) access.remember(r.id, r.token_sha256);
+    await access.reload();
     return access;
+  }
+
+  /**
+   * Read the stored agent token digests again, replacing what is held (a rotated token's
+   * old digest goes). A follower calls it when the writer stored a token (docs/cluster.md).
+   */
+  reload(): Promise<void> {
+    // One read at a time, in order: an older read never replaces a newer one.
+    this.loading = this.loading.catch(() => {}).then(async () => {
+      const rows = await this.kb.store.principals();
+      this.agents.clear();
+      this.digestOf.clear();
+      for (const r of rows) this.remember(r.id, r.token_sha256);
+    });
+    return this.loading;
   }
 
   get posture(): Posture {

@@ -9,6 +9,7 @@
 import { STATUS_CODES } from "node:http";
 import { isKbError, type KbErrorType, type Problem } from "../kb/index.js";
 import { FeedError, type FeedErrorType } from "../feed/index.js";
+import { NotWriterError } from "../kb/store-of-record.js";
 
 /** Types only the daemon answers (access, guards, routing, lifecycle). */
 type DaemonErrorType =
@@ -29,6 +30,8 @@ type DaemonErrorType =
   | "edit-too-large"
   | "shutting-down"
   | "too-many-sessions"
+  | "not-writer"
+  | "no-writer"
   | "internal-error";
 
 export type WireErrorType = KbErrorType | FeedErrorType | DaemonErrorType;
@@ -68,6 +71,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "too-costly": 422,
   // Not in wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
   claimed: 409,
+  // A write sent to a follower: the answer's Location is the same path on the writer (docs/cluster.md).
+  "not-writer": 307,
   "not-found": 404,
   unauthorized: 401,
   forbidden: 403,
@@ -96,6 +101,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   closed: 503,
   // K12: the store failed; the daemon stopped accepting work and is exiting (docs/daemon.md).
   unavailable: 503,
+  // A write sent to a follower while no writer is known (an election): retry after Retry-After (docs/cluster.md).
+  "no-writer": 503,
 };
 
 export const WIRE_ERROR_TYPES = Object.keys(WIRE_ERROR_STATUS) as WireErrorType[];
@@ -134,10 +141,16 @@ const FASTIFY_CODES: Record<string, WireErrorType> = {
  * Any thrown value as a wire answer: its status and body. Unknown errors (and fastify 5xx)
  * are `internal-error`; their message is not echoed to the caller.
  */
-export function toWire(err: unknown): { status: number; body: WireErrorBody; internal: boolean } {
+export function toWire(err: unknown): { status: number; body: WireErrorBody; internal: boolean; writer?: string; retryAfterS?: number } {
   let type: WireErrorType = "internal-error";
   let message = "the daemon failed; the error is in its log";
   let extra: Record<string, unknown> = {};
+  if (err instanceof NotWriterError) {
+    // The caller resends to the writer (307 keeps the method and body) or waits out the election.
+    const body: WireErrorBody = { ok: false, type: err.writerUrl ? "not-writer" : "no-writer", error: err.message };
+    if (err.writerUrl) return { status: WIRE_ERROR_STATUS["not-writer"], body: { ...body, writer: err.writerUrl }, internal: false, writer: err.writerUrl };
+    return { status: WIRE_ERROR_STATUS["no-writer"], body, internal: false, retryAfterS: Math.max(1, Math.ceil(err.retryAfterMs / 1000)) };
+  }
   if (err instanceof WireError) {
     type = err.type;
     message = err.message;

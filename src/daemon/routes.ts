@@ -53,8 +53,16 @@ export interface RouteDef {
    * the seq it saw is durable and names it as `asOf` (see `readRoute`).
    */
   read?: boolean;
+  /**
+   * A POST every node of a cluster serves itself (the feed's). Every other POST that is not
+   * a read may write, and a follower redirects it to the writer before it runs.
+   */
+  everyNode?: boolean;
   handler(ctx: HandlerContext<any, any, any>): unknown;
 }
+
+/** Whether a follower sends this route to the writer (see `everyNode`). */
+export const writerOnly = (def: RouteDef): boolean => def.method === "POST" && !def.read && !def.everyNode;
 
 type Out<A extends z.ZodType> = Omit<z.output<A>, "ok">;
 
@@ -68,6 +76,7 @@ interface RouteSpec<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodTyp
   params?: P;
   query?: Q;
   answer: A;
+  everyNode?: boolean;
   handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): R;
 }
 
@@ -101,12 +110,11 @@ export function routes(d: RouteDeps): RouteDef[] {
       access: "none",
       answer: s.healthAnswer,
       handler: ({ reply }) => {
+        const c = kb.store.cluster;
+        const answer = { seq: hub.headSeq, version: d.version, role: kb.role, epoch: c?.epoch ?? 0, appliedSeq: hub.headSeq, lagMs: c?.lagMs() ?? 0 };
         // K12: a stopped daemon is not healthy; a supervisor reads the reason here.
-        if (kb.failure) {
-          reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon stopped: ${kb.failure.reason}`, reason: kb.failure.reason });
-          return { seq: hub.headSeq, version: d.version };
-        }
-        return { seq: hub.headSeq, version: d.version };
+        if (kb.failure) reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon stopped: ${kb.failure.reason}`, reason: kb.failure.reason });
+        return answer;
       },
     }),
     route({
@@ -210,15 +218,18 @@ export function routes(d: RouteDeps): RouteDef[] {
     route({
       method: "POST",
       url: "/v1/watch",
+      everyNode: true,
       summary: "Register a subscription: every event, a context's cone, or a standing query; `from` replays the durable log",
       access: "any",
       body: s.watchBody,
       answer: s.watchAnswer,
-      handler: ({ body, principal }) => hub.watch(principal, body),
+      // A `from` another node gave waits (up to maxWaitMs) for this node to apply it.
+      handler: async ({ body, principal }) => (await hub.awaitCursor(body.from, hub.limits.maxWaitMs), hub.watch(principal, body)),
     }),
     route({
       method: "POST",
       url: "/v1/poll",
+      everyNode: true,
       summary: "Matching events after a cursor; waitMs parks (capped) until one arrives",
       access: "any",
       body: s.pollBody,
@@ -242,6 +253,7 @@ export function routes(d: RouteDeps): RouteDef[] {
         const lastId = request.headers["last-event-id"];
         const raw = typeof lastId === "string" ? lastId : query.cursor;
         const cursor = raw === undefined ? undefined : /^[0-9]{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+        await hub.awaitCursor(cursor, Infinity); // a Last-Event-ID from another node: wait until applied here
         const prepared = hub.prepareStream(principal, query.token, cursor);
         reply.hijack();
         const res = reply.raw;
@@ -270,6 +282,7 @@ export function routes(d: RouteDeps): RouteDef[] {
     route({
       method: "POST",
       url: "/v1/unwatch",
+      everyNode: true,
       summary: "Drop a subscription (idempotent)",
       access: "any",
       body: s.unwatchBody,

@@ -46,7 +46,15 @@ export const errorSchema = z
 
 // ------------------------------------------------------------ requests and answers
 
-export const healthAnswer = z.object({ ok, seq, version: z.string() });
+export const healthAnswer = z.object({
+  ok,
+  seq,
+  version: z.string(),
+  role: z.enum(["writer", "follower"]).describe("writer: commits writes; follower: replays the writer's log and redirects writes (an SQLite daemon is always the writer)"),
+  epoch: z.number().int().nonnegative().describe("the writer lease epoch this daemon writes under; 0 while it follows, and always 0 on SQLite"),
+  appliedSeq: seq.describe("the newest seq this daemon has applied and serves reads at"),
+  lagMs: z.number().int().nonnegative().describe("how long this daemon has known of a committed seq it has not applied; 0 when caught up"),
+});
 
 export const assertBody = z.strictObject({ sentence, context, strength: strength.optional(), creator: z.string().optional() });
 export const assertAnswer = z.object({ ok, handle, seq, created: z.boolean(), bounded: bounded.optional() });

@@ -29,8 +29,9 @@ import { boundHostNames, hostAllowed, isLoopbackAuthority } from "../net/loopbac
 import { rawWireResponse, toWire, WireError, type WireErrorType } from "./errors.js";
 import { Access, type Principal } from "./access.js";
 import { Metrics } from "./metrics.js";
-import { routes, type RouteDef } from "./routes.js";
+import { routes, writerOnly, type RouteDef } from "./routes.js";
 import { editBody } from "./schemas.js";
+import { NotWriterError } from "../kb/store-of-record.js";
 import { openApiDocument } from "./openapi.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
@@ -100,6 +101,7 @@ declare module "fastify" {
   }
   interface FastifyContextConfig {
     access?: RouteDef["access"];
+    writerOnly?: boolean;
   }
 }
 
@@ -126,6 +128,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   const log = opts.logger ?? pino({ name: "koinii" }, pino.destination(2));
   const version = opts.version ?? packageVersion();
   const access = await Access.open(kb, { adminToken: opts.adminToken });
+  // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.
+  kb.store.cluster?.onPrincipals(() => void access.reload().catch((err: unknown) => log.warn({ err }, "re-reading the agent tokens failed")));
   let hubRef: FeedHub | undefined;
   const metrics = new Metrics(() => hubRef, () => hubRef?.headSeq ?? kb.headSeq);
   const hub = await FeedHub.open(
@@ -135,7 +139,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       onEvent: () => metrics.events.inc(),
       onLost: (n) => metrics.lost.inc(n),
     },
-    { now: opts.now, parseLimits: kb.engine.limits },
+    { now: opts.now, parseLimits: kb.engine.limits, cursorsMayLead: () => kb.role === "follower" },
   );
   hubRef = hub;
   const allowedOrigins = new Set(opts.allowedOrigins ?? []);
@@ -216,6 +220,9 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     const need = req.is404 ? "any" : (req.routeOptions.config.access ?? "any");
     if (need !== "none") req.principal = access.authenticate(req.headers.authorization);
     if (need === "admin" && !req.principal.admin) throw new WireError("forbidden", "this route is the admin's");
+    // A follower checks nothing more of a write: the writer it is sent to does (docs/cluster.md).
+    const cluster = kb.store.cluster;
+    if (cluster && cluster.role !== "writer" && req.routeOptions.config.writerOnly) throw new NotWriterError(cluster.writerUrl, cluster.retryAfterMs);
     if (req.method === "POST" && !req.is404) {
       const len = req.headers["content-length"];
       if (len !== undefined && Number(len) > limits.maxBodyBytes) {
@@ -236,6 +243,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");
     metrics.refusals.inc({ type: w.body.type });
     if (w.status === 413) reply.header("connection", "close");
+    if (w.writer !== undefined) reply.header("location", w.writer + req.url);
+    if (w.retryAfterS !== undefined) reply.header("retry-after", String(w.retryAfterS));
     return reply.code(w.status).send(w.body);
   });
 
@@ -247,7 +256,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     app.route({
       method: def.method,
       url: def.url,
-      config: { access: def.access },
+      config: { access: def.access, writerOnly: writerOnly(def) },
       handler: async (request, reply) => {
         const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;

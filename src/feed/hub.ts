@@ -104,6 +104,18 @@ export interface FeedHooks {
   onLost?(count: number): void;
 }
 
+export interface HubOptions {
+  now?: () => number;
+  parseLimits?: Partial<EngineLimits>;
+  /**
+   * True while a cursor ahead of this hub's head may still be reached: a follower, whose
+   * writer may have published seqs it has not applied yet. Such a cursor waits (see
+   * awaitCursor) instead of being `bad-cursor`. Default: never (a lone writer's cursor
+   * ahead of its head was never issued).
+   */
+  cursorsMayLead?: () => boolean;
+}
+
 /** Let the writer and every other request run before the next slice of a long loop (K11). */
 const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -134,6 +146,9 @@ export class FeedHub {
   private readonly unlisten: () => void;
   private readonly reaper: NodeJS.Timeout;
   private readonly sees: (viewer: string, seen: string) => boolean;
+  /** Requests waiting for the head to reach a cursor another node gave (see awaitCursor). */
+  private readonly reaching = new Set<{ seq: number; done: (reached: boolean) => void }>();
+  private readonly cursorsMayLead: () => boolean;
 
   private constructor(
     private readonly kb: Kb,
@@ -141,7 +156,9 @@ export class FeedHub {
     private readonly hooks: FeedHooks,
     private readonly now: () => number,
     private readonly parseLimits: Partial<EngineLimits> | undefined,
+    cursorsMayLead: (() => boolean) | undefined,
   ) {
+    this.cursorsMayLead = cursorsMayLead ?? (() => false);
     this.limits = { ...DEFAULT_FEED_LIMITS, ...limits };
     for (const [k, v] of Object.entries(this.limits)) {
       if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`feed limit ${k} must be a positive integer, got ${v}`);
@@ -157,7 +174,7 @@ export class FeedHub {
    * Attach to a KB. Waits for any write in flight to commit first, so the starting head is
    * a committed seq (no event at or below it can still arrive).
    */
-  static async open(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: { now?: () => number; parseLimits?: Partial<EngineLimits> } = {}): Promise<FeedHub> {
+  static async open(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: HubOptions = {}): Promise<FeedHub> {
     await kb.store.durable();
     return FeedHub.attach(kb, limits, hooks, opts);
   }
@@ -166,8 +183,8 @@ export class FeedHub {
    * Attach at once (the local medium's constructor is synchronous). The head is the KB's
    * published seq; a write still in flight is published after it, so nothing is missed.
    */
-  static attach(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: { now?: () => number; parseLimits?: Partial<EngineLimits> } = {}): FeedHub {
-    return new FeedHub(kb, limits, hooks, opts.now ?? Date.now, opts.parseLimits);
+  static attach(kb: Kb, limits: Partial<FeedLimits> = {}, hooks: FeedHooks = {}, opts: HubOptions = {}): FeedHub {
+    return new FeedHub(kb, limits, hooks, opts.now ?? Date.now, opts.parseLimits, opts.cursorsMayLead);
   }
 
   /** The newest committed and published seq: the head every reader may see. */
@@ -205,6 +222,7 @@ export class FeedHub {
     if (ev.seq !== this.published + 1) throw new Error(`invariant: feed seq ${ev.seq} published after ${this.published}`);
     this.published = ev.seq;
     this.hooks.onEvent?.(ev.seq);
+    for (const w of this.reaching) if (w.seq <= ev.seq) w.done(true);
     if (this.subs.size === 0) return;
     const view = new EventView(ev);
     // Subscriptions with the same goal and context share one filtered event (and so one
@@ -221,6 +239,30 @@ export class FeedHub {
       if (sub.push(f)) lost++;
     }
     if (lost) this.hooks.onLost?.(lost);
+  }
+
+  /**
+   * A cursor is global across the nodes of a cluster: on a node that may still reach it
+   * (`cursorsMayLead`), wait until this hub has published `cursor`, at most `waitMs`
+   * (Infinity: until it has, or the daemon shuts down). Resolves whether it was reached;
+   * at once for anything that is not a seq ahead of the head (the caller's own check
+   * refuses it as before).
+   */
+  awaitCursor(cursor: unknown, waitMs: number): Promise<boolean> {
+    if (typeof cursor !== "number" || !Number.isSafeInteger(cursor) || cursor <= this.published) return Promise.resolve(true);
+    if (this.closing || !this.cursorsMayLead() || waitMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = Number.isFinite(waitMs) ? setTimeout(() => w.done(false), waitMs) : undefined;
+      const w = {
+        seq: cursor,
+        done: (reached: boolean) => {
+          clearTimeout(timer);
+          this.reaching.delete(w);
+          resolve(reached);
+        },
+      };
+      this.reaching.add(w);
+    });
   }
 
   /** Register a subscription; `from` replays the durable log after that seq. */
@@ -273,9 +315,18 @@ export class FeedHub {
     if (this.closing) throw new FeedError("shutting-down", "the feed is shut down");
     this.reapIfDue();
     const sub = this.get(p, req.token);
+    let waitMs = Math.min(req.waitMs ?? 0, this.limits.maxWaitMs);
+    const began = this.now();
+    if (!(await this.awaitCursor(req.cursor, waitMs))) {
+      // Still behind a cursor another node gave: nothing yet, and the cursor stands.
+      if (this.cursorsMayLead() && !this.closing && typeof req.cursor === "number" && this.subs.get(sub.token) === sub) {
+        this.checkLimit(req.limit);
+        return { events: [], cursor: req.cursor, lagged: 0 };
+      }
+    }
+    waitMs = Math.max(0, waitMs - (this.now() - began));
     const cursor = this.checkCursor(sub, req.cursor);
     const limit = this.checkLimit(req.limit);
-    const waitMs = Math.min(req.waitMs ?? 0, this.limits.maxWaitMs);
     sub.ack(cursor);
     sub.polledAt = this.now();
     let answer = await this.collect(sub, cursor, limit);
@@ -417,6 +468,7 @@ export class FeedHub {
   shutdown(): void {
     this.closing = true;
     clearInterval(this.reaper);
+    for (const w of this.reaching) w.done(false);
     for (const s of this.subs.values()) {
       s.streaming?.close();
       s.wake("shutdown");

@@ -54,8 +54,16 @@ export interface AddEntry {
   creator?: string | null;
 }
 
+/** An add as applied: its context (after genlCx placement), canonical text, premise mark and creator. */
+export interface WrittenAdd {
+  ctx: string;
+  text: string;
+  mark: PremiseMark;
+  creator: string | null;
+}
+
 /** An add that passed its checks, ready to apply. */
-interface PreparedAdd {
+export interface PreparedAdd {
   ctx: string;
   neg: boolean;
   atom: List;
@@ -166,6 +174,31 @@ export class Engine {
     if (!neg) this.checkLease(atom, removing);
     const akey = printTerm(atom);
     return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
+  }
+
+  /**
+   * An add as a writer applied it, rebuilt without checks: a follower replays what the
+   * writer already checked, against the same state, so it must not check again (a lease's
+   * expiry, say, reads the clock).
+   */
+  replayAdd(w: WrittenAdd): PreparedAdd {
+    const parsed = sentenceShape(parseTerm(w.text, { maxSentenceChars: Infinity, maxNestingDepth: Infinity }));
+    const base = { ctx: w.ctx, mark: w.mark, creator: w.creator };
+    let prepared: PreparedAdd;
+    if (parsed.kind === "rule") {
+      const text = printTerm(parsed.term);
+      prepared = { ...base, neg: false, atom: parsed.term, akey: text, text, rule: compileRule(parsed.rule) };
+    } else {
+      const akey = printTerm(parsed.lit.atom);
+      prepared = { ...base, neg: parsed.lit.neg, atom: parsed.lit.atom, akey, text: parsed.lit.neg ? `(not ${akey})` : akey, rule: null };
+    }
+    if (prepared.text !== w.text) throw new Error(`invariant: a replayed add reads back as ${prepared.text}, not ${w.text}`);
+    return prepared;
+  }
+
+  /** What a follower needs to replay an add (see replayAdd). */
+  static written(a: PreparedAdd): WrittenAdd {
+    return { ctx: a.ctx, text: a.text, mark: a.mark, creator: a.creator };
   }
 
   /** Every problem of a batch, each with where it is; stores nothing. */

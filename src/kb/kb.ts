@@ -25,9 +25,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
-import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded } from "./engine.js";
+import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded, type PreparedAdd, type WrittenAdd } from "./engine.js";
 import { SqliteStore, type FsyncFn } from "./store.js";
-import type { Durability, StoreOfRecord } from "./store-of-record.js";
+import { NotWriterError, type Durability, type LoggedEvent, type StoreOfRecord } from "./store-of-record.js";
 import { type Node, OUT, IN_MONO } from "./node.js";
 import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
 import { goalShape, literalShape, checkContextName } from "./sentence.js";
@@ -140,6 +140,33 @@ export interface ReadAt<T> {
 
 export type EventListener = (event: FeedEvent) => void;
 
+/**
+ * A write's input as the engine applied it, kept with its event so a follower can apply
+ * the same write at the same seq: the adds (placed, canonical), the removes, and the clock
+ * the write read (every createdAt it set).
+ */
+interface WriteInput {
+  at: number;
+  add: WrittenAdd[];
+  remove: number[];
+}
+
+/** The engine's clock, held still for the length of one write so a replay reads the same time. */
+class WriteClock {
+  private pinned: number | undefined;
+  constructor(private readonly base: () => number) {}
+  readonly now = (): number => this.pinned ?? this.base();
+  /** Run `fn` with the clock held at `at` (default: now). */
+  hold<T>(fn: (at: number) => T, at: number = this.base()): T {
+    this.pinned = at;
+    try {
+      return fn(at);
+    } finally {
+      this.pinned = undefined;
+    }
+  }
+}
+
 export class Kb {
   readonly engine: Engine;
   readonly store: StoreOfRecord;
@@ -153,8 +180,10 @@ export class Kb {
   /** The newest seq whose group has committed and whose event has been published. */
   private published: number;
   private writesSinceprune = 0;
+  private readonly clock: WriteClock;
 
-  private constructor(engine: Engine, store: StoreOfRecord, opts: KbOptions) {
+  private constructor(engine: Engine, clock: WriteClock, store: StoreOfRecord, opts: KbOptions) {
+    this.clock = clock;
     this.engine = engine;
     this.store = store;
     this.durability = opts.durability ?? "full";
@@ -168,13 +197,19 @@ export class Kb {
   }
 
   static async open(opts: KbOptions): Promise<Kb> {
-    const store = opts.store ?? (await openSqlite(opts));
-    const engine = new Engine({ limits: opts.limits, now: opts.now });
+    const store: StoreOfRecord = opts.store ?? (await openSqlite(opts));
+    const clock = new WriteClock(opts.now ?? Date.now);
+    const engine = new Engine({ limits: opts.limits, now: clock.now });
     const meta = store.openMeta;
     const meter = new ProgressMeter("reopening the store", "sentexes", opts.progress, { total: store.rowCount() });
     const rebuilt = engine.rebuild(counted(store.rows(), meter), meta.nextHandle, meta.headSeq);
     meter.end();
-    const kb = new Kb(engine, store, opts);
+    const kb = new Kb(engine, clock, store, opts);
+    if (store.cluster?.role === "follower") {
+      // A follower writes nothing: the writer persists its own rebuild and loads the contexts.
+      store.cluster.follow((e) => kb.replay(e));
+      return kb;
+    }
     // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
     if (rebuilt.created.length || rebuilt.removedHandles.length) {
       store.begin();
@@ -303,10 +338,29 @@ export class Kb {
     }
   }
 
-  private applyAndPersist(adds: Parameters<Engine["apply"]>[0], removes: readonly number[]): WriteOutcome {
-    const outcome = this.engine.apply(adds, removes, this.engine.headSeq + 1);
-    if (outcome.seq === undefined) return outcome;
-    const seq = outcome.seq;
+  private applyAndPersist(adds: readonly PreparedAdd[], removes: readonly number[], at?: number): WriteOutcome {
+    return this.clock.hold((now) => {
+      const outcome = this.engine.apply(adds, removes, this.engine.headSeq + 1);
+      if (outcome.seq !== undefined) this.persist(outcome, { at: now, add: adds.map(Engine.written), remove: [...removes] });
+      return outcome;
+    }, at);
+  }
+
+  /**
+   * A follower's half of a write (see Cluster in store-of-record.ts): apply the writer's
+   * input at the writer's clock, inside the store's replay group. The store checks that
+   * the event and input this produces are byte-equal to the logged ones.
+   */
+  replay(e: LoggedEvent): void {
+    if (e.seq !== this.engine.headSeq + 1) throw new Error(`invariant: replaying seq ${e.seq} on an engine at ${this.engine.headSeq}`);
+    const input = JSON.parse(e.write) as WriteInput;
+    const outcome = this.applyAndPersist(input.add.map((a) => this.engine.replayAdd(a)), input.remove, input.at);
+    if (outcome.seq !== e.seq) throw new Error(`invariant: the replay of seq ${e.seq} took seq ${outcome.seq ?? "none"}`);
+  }
+
+  /** Hand one applied write's rows, counters and event to the store's open group. */
+  private persist(outcome: WriteOutcome, input: WriteInput): void {
+    const seq = outcome.seq!;
     for (const n of outcome.created) this.store.insertSentex(this.row(n));
     for (const n of outcome.updated) this.store.updateSentex(n.h, n.premise, n.creator, n.createdAt);
     for (const d of outcome.deleted) this.store.deleteSentex(d.node.h, d.reason, seq);
@@ -317,13 +371,12 @@ export class Kb {
       removed: outcome.beliefRemoved.map(({ node, reason }) => ({ handle: node.h, sentence: node.text, context: node.ctx, reason })),
     };
     if (outcome.bounded) event.bounded = outcome.bounded;
-    this.store.insertEvent(seq, JSON.stringify(event));
+    this.store.insertEvent(seq, JSON.stringify(event), JSON.stringify(input));
     if (++this.writesSinceprune >= 1024) {
       this.writesSinceprune = 0;
       if (seq > this.feedRetentionEvents) this.store.pruneEvents(seq - this.feedRetentionEvents);
     }
     this.store.onCommit(() => this.publish(event));
-    return outcome;
   }
 
   /**
@@ -494,6 +547,13 @@ export class Kb {
   private checkOpen(): void {
     if (this.closed) throw new KbError("closed", "the knowledge base is closed");
     this.checkUsable();
+    const c = this.store.cluster;
+    if (c && c.role !== "writer") throw new NotWriterError(c.writerUrl, c.retryAfterMs);
+  }
+
+  /** `writer` unless the store follows another daemon's writes. */
+  get role(): "writer" | "follower" {
+    return this.store.cluster?.role ?? "writer";
   }
 
   /** After a failure memory may hold what the store refused: refuse every read and write (K12). */

@@ -31,7 +31,7 @@ import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { migrationProvider, type Schema } from "./schema.js";
-import type { PrincipalRow, RawRow, StoreMeta, StoreOfRecord } from "./store-of-record.js";
+import { NotWriterError, type Cluster, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
 export interface PgLimits {
@@ -45,6 +45,8 @@ export interface PgLimits {
   lockTimeoutMs: number;
   /** `idle_in_transaction_session_timeout` of every session. */
   idleInTransactionMs: number;
+  /** A follower reads the head this often when no NOTIFY woke it (the fallback when notifications are lost). */
+  followPollMs: number;
 }
 
 export const DEFAULT_PG_LIMITS: PgLimits = {
@@ -53,6 +55,7 @@ export const DEFAULT_PG_LIMITS: PgLimits = {
   statementTimeoutMs: 5_000,
   lockTimeoutMs: 1_000,
   idleInTransactionMs: 5_000,
+  followPollMs: 1_000,
 };
 
 export interface PgStoreOptions {
@@ -61,7 +64,21 @@ export interface PgStoreOptions {
   /** This daemon's name in the lease row (default host:pid:random). */
   holder?: string;
   limits?: Partial<PgLimits>;
+  /**
+   * Not elected at once: open as a follower (and keep trying the lease) instead of waiting.
+   * Default false: `open` waits until elected.
+   */
+  follow?: boolean;
 }
+
+/** The channel the writer notifies in each commit transaction (payload: the new head seq). */
+export const EVENT_CHANNEL = "koinii_events";
+
+/** The channel the writer notifies when it stores a principal (an agent token). */
+export const PRINCIPAL_CHANNEL = "koinii_principals";
+
+/** Events a follower reads per round trip while catching up. */
+const REPLAY_BATCH = 500;
 
 /** Every elected writer commits only under this epoch; a higher one deposed it. */
 export class FencedError extends Error {}
@@ -73,7 +90,7 @@ type Op =
   | { k: "insert"; r: StoredRow }
   | { k: "update"; handle: number; premise: number; creator: string | null; createdAt: number }
   | { k: "delete"; handle: number; reason: string; seq: number }
-  | { k: "event"; seq: number; body: string }
+  | { k: "event"; seq: number; body: string; write: string }
   | { k: "prune"; upto: number };
 
 interface Group {
@@ -105,13 +122,28 @@ const types = {
   }) as typeof pg.types.getTypeParser,
 };
 
-export class PgStore implements StoreOfRecord {
+export class PgStore implements StoreOfRecord, Cluster {
   readonly kind = "postgres";
   readonly openMeta: StoreMeta;
   readonly holder: string;
   readonly limits: PgLimits;
-  /** The epoch this store was elected with. */
-  readonly epoch: number;
+  /** The epoch this store was elected with; 0 while it follows. */
+  epoch: number;
+  role: "writer" | "follower";
+  writerUrl: string | undefined;
+  private advertised: string | undefined;
+  /** Follower: the replay callback (the KB's), the LISTEN session, what wakes the tail loop. */
+  private replayer: ((e: LoggedEvent) => void) | undefined;
+  private principalsChanged: () => void = () => {};
+  private listener: pg.Client | undefined;
+  private wake: (() => void) | undefined;
+  private following: Promise<void> = Promise.resolve();
+  private closing = false;
+  /** The newest head this daemon has heard of, and since when it has been behind it (ms). */
+  private knownHead: number;
+  private behindSince: number | undefined;
+  /** The counters of the last replayed write (checked against the database on promotion). */
+  private replayedMeta: StoreMeta | undefined;
   commits = 0;
   onFailure: ((e: unknown) => void) | undefined;
   private failed: unknown;
@@ -124,22 +156,37 @@ export class PgStore implements StoreOfRecord {
   private oldest: number | undefined;
   private readonly tombstones: Map<number, { reason: string; seq: number }>;
   private readonly loadedRows: RawRow[];
-  private readonly renewer: NodeJS.Timeout;
+  private renewer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly kysely: Kysely<Schema>,
-    elected: { holder: string; epoch: number; limits: PgLimits },
+    private readonly url: string,
+    elected: { holder: string; epoch: number | undefined; limits: PgLimits },
     snapshot: { meta: StoreMeta; rows: RawRow[]; oldest: number | undefined; tombstones: Map<number, { reason: string; seq: number }> },
   ) {
     this.holder = elected.holder;
-    this.epoch = elected.epoch;
+    this.epoch = elected.epoch ?? 0;
+    this.role = elected.epoch === undefined ? "follower" : "writer";
     this.limits = elected.limits;
     this.openMeta = snapshot.meta;
     this.committedHead = snapshot.meta.headSeq;
+    this.knownHead = snapshot.meta.headSeq;
     this.loadedRows = snapshot.rows;
     this.oldest = snapshot.oldest;
     this.tombstones = snapshot.tombstones;
+    if (this.role === "writer") this.startRenewing();
+  }
+
+  get cluster(): Cluster {
+    return this;
+  }
+
+  get retryAfterMs(): number {
+    return this.limits.leaseRenewMs;
+  }
+
+  private startRenewing(): void {
     this.renewer = setInterval(() => void this.renew(), this.limits.leaseRenewMs);
     this.renewer.unref();
   }
@@ -164,11 +211,13 @@ export class PgStore implements StoreOfRecord {
       const { error } = await new Migrator({ db: kysely, provider: migrationProvider("postgres") }).migrateToLatest();
       if (error) throw error;
       let epoch: number | undefined;
-      while ((epoch = await elect(pool, holder, limits.leaseMs)) === undefined) {
+      while ((epoch = await elect(pool, holder, limits.leaseMs, null)) === undefined && !opts.follow) {
         await sleep(limits.leaseRenewMs, signal);
       }
+      // A writer reads after its election committed; a follower reads whatever is committed:
+      // either way one REPEATABLE READ snapshot, so the rows, counters and head agree.
       const snapshot = await readSnapshot(pool);
-      return new PgStore(pool, kysely, { holder, epoch, limits }, snapshot);
+      return new PgStore(pool, kysely, opts.url, { holder, epoch, limits }, snapshot);
     } catch (e) {
       await kysely.destroy();
       throw e;
@@ -190,6 +239,7 @@ export class PgStore implements StoreOfRecord {
   begin(): void {
     if (this.failed !== undefined) throw this.failed;
     if (this.open) return;
+    if (this.role !== "writer") throw new NotWriterError(this.writerUrl, this.retryAfterMs);
     this.open = newGroup();
     setImmediate(() => this.closeGroup());
   }
@@ -215,8 +265,8 @@ export class PgStore implements StoreOfRecord {
     this.group().meta = { ...meta };
   }
 
-  insertEvent(seq: number, body: string): void {
-    this.group().ops.push({ k: "event", seq, body });
+  insertEvent(seq: number, body: string, write: string): void {
+    this.group().ops.push({ k: "event", seq, body, write });
   }
 
   pruneEvents(uptoSeq: number): void {
@@ -268,6 +318,8 @@ export class PgStore implements StoreOfRecord {
         const moved = await c.query("update meta set value = $1 where key = 'head_seq' and value = $2", [g.meta.headSeq, this.committedHead]);
         if (moved.rowCount !== 1) throw new FencedError(`head_seq is no longer ${this.committedHead}: another writer committed (epoch ${this.epoch} is stale)`);
         await c.query("update meta set value = $1 where key = 'next_handle'", [g.meta.nextHandle]);
+        // Delivered at COMMIT, and only if it commits: wakes every follower's tail.
+        await c.query("select pg_notify($1, $2)", [EVENT_CHANNEL, String(g.meta.headSeq)]);
       }
       for (const op of g.ops) await runOp(c, op);
     });
@@ -304,6 +356,158 @@ export class PgStore implements StoreOfRecord {
     }
   }
 
+  // ------------------------------------------------------------ the cluster
+
+  lagMs(): number {
+    return this.behindSince === undefined ? 0 : Date.now() - this.behindSince;
+  }
+
+  async advertise(url: string): Promise<void> {
+    this.advertised = url;
+    if (this.role === "writer") {
+      await this.pool.query("update lease set url = $1 where name = 'writer' and holder = $2 and epoch = $3", [url, this.holder, this.epoch]);
+      this.writerUrl = url;
+    }
+  }
+
+  /** Heard of head `seq` (a NOTIFY, a read of meta): lag runs from the first time we are behind. */
+  private noteHead(seq: number): void {
+    if (seq > this.knownHead) this.knownHead = seq;
+    if (this.committedHead >= this.knownHead) this.behindSince = undefined;
+    else this.behindSince ??= Date.now();
+  }
+
+  onPrincipals(fn: () => void): void {
+    this.principalsChanged = fn;
+  }
+
+  follow(apply: (e: LoggedEvent) => void): void {
+    if (this.role !== "follower" || this.replayer) throw new Error("invariant: follow() is called once, on a follower");
+    this.replayer = apply;
+    this.following = this.followLoop();
+  }
+
+  /**
+   * The follower's one loop (so catching up, elections and promotion never overlap): try
+   * the lease when due, apply what the log holds past our seq, then sleep until a NOTIFY,
+   * `followPollMs`, or the next election attempt. Any failure stops the store (K12).
+   */
+  private async followLoop(): Promise<void> {
+    let nextElection = 0;
+    try {
+      await this.listen();
+      while (this.failed === undefined && !this.closing) {
+        if (Date.now() >= nextElection) {
+          nextElection = Date.now() + this.limits.leaseRenewMs;
+          const epoch = await this.tryLease();
+          if (epoch !== undefined) return await this.promote(epoch);
+          this.principalsChanged();
+        }
+        await this.catchUp(await readHead(this.pool));
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, Math.max(0, Math.min(this.limits.followPollMs, nextElection - Date.now())));
+          this.wake = () => (clearTimeout(t), resolve());
+        });
+        this.wake = undefined;
+      }
+    } catch (e) {
+      if (!this.closing) this.abort(e);
+    }
+  }
+
+  /** LISTEN on its own session; a lost session leaves the polling fallback. */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, types });
+    client.on("error", () => {
+      if (this.listener === client) this.listener = undefined;
+    });
+    client.on("notification", (n) => {
+      if (n.channel === PRINCIPAL_CHANNEL) return this.principalsChanged();
+      if (n.channel !== EVENT_CHANNEL) return;
+      const head = Number(n.payload);
+      if (Number.isSafeInteger(head)) this.noteHead(head);
+      this.wake?.();
+    });
+    await client.connect();
+    await client.query(`listen ${EVENT_CHANNEL}; listen ${PRINCIPAL_CHANNEL}`);
+    this.listener = client;
+  }
+
+  /** Read the lease (who writes, where); when it has run out, try to be elected. */
+  private async tryLease(): Promise<number | undefined> {
+    const lease = (await this.pool.query<{ url: string | null; live: boolean }>("select url, expires_at > clock_timestamp() as live from lease where name = 'writer'")).rows[0]!;
+    this.writerUrl = lease.live ? (lease.url ?? undefined) : undefined;
+    if (lease.live) return undefined;
+    return elect(this.pool, this.holder, this.limits.leaseMs, this.advertised ?? null);
+  }
+
+  /** Apply every committed event after our seq up to `head`, in order, with no gap. */
+  private async catchUp(head: number): Promise<void> {
+    this.noteHead(head);
+    while (this.committedHead < head && this.failed === undefined) {
+      const rows = (
+        await this.pool.query<{ seq: number; body: string; write: string | null; oldest: number }>(
+          "select seq, body, write, (select min(seq) from event) as oldest from event where seq > $1 and seq <= $2 order by seq limit $3",
+          [this.committedHead, head, REPLAY_BATCH],
+        )
+      ).rows;
+      if (rows[0]?.seq !== this.committedHead + 1) {
+        throw new Error(`the event log no longer holds seq ${this.committedHead + 1} (pruned past this follower, oldest ${rows[0]?.oldest ?? "none"}): restart it to read a new snapshot`);
+      }
+      this.oldest = rows[0].oldest;
+      for (const r of rows) {
+        if (r.write === null) throw new Error(`seq ${r.seq} has no write input (written before followers existed): restart this follower to read a new snapshot`);
+        this.replay({ seq: r.seq, body: r.body, write: r.write });
+      }
+    }
+    this.noteHead(head);
+  }
+
+  /**
+   * One logged write, replayed into the engine inside a group of its own that is never
+   * committed: the KB fills it exactly as the writer's KB filled its group, and the event
+   * and input it produced must be byte-equal to the logged ones (the engine is
+   * deterministic; a difference is a broken invariant, and the store stops).
+   */
+  private replay(e: LoggedEvent): void {
+    const g = (this.open = newGroup());
+    try {
+      this.replayer!(e);
+    } finally {
+      this.open = undefined;
+    }
+    const ev = g.ops.find((op): op is Extract<Op, { k: "event" }> => op.k === "event");
+    if (!ev || ev.seq !== e.seq || ev.body !== e.body || ev.write !== e.write) {
+      throw new Error(`invariant: the replay of seq ${e.seq} diverged from the writer's event${ev ? `: ${ev.body} != ${e.body}` : ""}`);
+    }
+    this.committedHead = e.seq;
+    this.replayedMeta = g.meta;
+    g.ops = g.ops.filter((op) => op.k !== "prune"); // the log's oldest seq is read from the log
+    this.applyCaches(g);
+    for (const fn of g.after) fn();
+  }
+
+  /**
+   * Elected: renew at once, catch up to the head as the database holds it now (every group
+   * of the old writer committed before our election could), check the counters, write.
+   */
+  private async promote(epoch: number): Promise<void> {
+    this.epoch = epoch;
+    this.startRenewing();
+    const meta = await readMeta(this.pool);
+    await this.catchUp(meta.headSeq);
+    if (this.committedHead !== meta.headSeq) throw new Error(`invariant: promoted at seq ${this.committedHead}, the head is ${meta.headSeq}`);
+    if (this.replayedMeta && this.replayedMeta.nextHandle !== meta.nextHandle) {
+      throw new Error(`invariant: the replayed next handle ${this.replayedMeta.nextHandle} is not the stored ${meta.nextHandle}`);
+    }
+    this.role = "writer";
+    this.writerUrl = this.advertised;
+    this.behindSince = undefined;
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => {});
+  }
+
   /** Extend the lease; finding it gone (or PostgreSQL unreachable) stops the store (K12). */
   private async renew(): Promise<void> {
     if (this.failed !== undefined) return;
@@ -336,11 +540,13 @@ export class PgStore implements StoreOfRecord {
 
   async putPrincipal(id: string, tokenSha256: string): Promise<string | undefined> {
     if (this.failed !== undefined) throw this.failed;
+    if (this.role !== "writer") throw new NotWriterError(this.writerUrl, this.retryAfterMs);
     let old: string | undefined;
     try {
       await this.transaction(async (c) => {
         old = (await c.query<{ token_sha256: string }>("select token_sha256 from principal where id = $1", [id])).rows[0]?.token_sha256;
         await c.query("insert into principal (id, token_sha256) values ($1, $2) on conflict (id) do update set token_sha256 = excluded.token_sha256", [id, tokenSha256]);
+        await c.query("select pg_notify($1, '')", [PRINCIPAL_CHANNEL]);
       });
     } catch (e) {
       this.abort(e);
@@ -358,14 +564,19 @@ export class PgStore implements StoreOfRecord {
     this.open = undefined;
     for (const g of pending) for (const w of g.waiters) w.reject(this.failed);
     clearInterval(this.renewer);
+    this.wake?.();
     if (first) this.onFailure?.(e);
   }
 
   async close(): Promise<void> {
     clearInterval(this.renewer);
+    this.closing = true;
+    this.wake?.();
+    await this.following;
+    await this.listener?.end().catch(() => {});
     this.closeGroup();
     await this.drained.catch(() => {});
-    if (this.failed === undefined) {
+    if (this.failed === undefined && this.role === "writer") {
       // Step down at once: a standby need not wait for the lease to run out.
       await this.pool.query("update lease set expires_at = '-infinity' where name = 'writer' and holder = $1 and epoch = $2", [this.holder, this.epoch]).catch(() => {});
     }
@@ -374,7 +585,7 @@ export class PgStore implements StoreOfRecord {
 }
 
 /** One election attempt: the new epoch when this holder now has the lease, else undefined. */
-async function elect(pool: pg.Pool, holder: string, leaseMs: number): Promise<number | undefined> {
+async function elect(pool: pg.Pool, holder: string, leaseMs: number, url: string | null): Promise<number | undefined> {
   const c = await pool.connect();
   try {
     await c.query("begin");
@@ -383,8 +594,8 @@ async function elect(pool: pg.Pool, holder: string, leaseMs: number): Promise<nu
     const row = await c.query<{ live: boolean }>("select expires_at > clock_timestamp() as live from lease where name = 'writer' for update");
     if (row.rows[0]!.live) return undefined;
     const r = await c.query<{ epoch: number }>(
-      "update lease set holder = $1, epoch = epoch + 1, expires_at = clock_timestamp() + make_interval(secs => $2::float8 / 1000) where name = 'writer' returning epoch",
-      [holder, leaseMs],
+      "update lease set holder = $1, epoch = epoch + 1, expires_at = clock_timestamp() + make_interval(secs => $2::float8 / 1000), url = $3 where name = 'writer' returning epoch",
+      [holder, leaseMs, url],
     );
     await c.query("commit");
     return r.rows[0]!.epoch;
@@ -398,19 +609,30 @@ async function elect(pool: pg.Pool, holder: string, leaseMs: number): Promise<nu
   }
 }
 
-/** The store as the new writer finds it, read in one snapshot. */
+/** The counters as committed now. */
+async function readMeta(q: pg.Pool | pg.PoolClient): Promise<StoreMeta> {
+  const meta = (await q.query<{ key: string; value: number }>("select key, value from meta")).rows;
+  const get = (k: string) => meta.find((r) => r.key === k)?.value ?? 0;
+  return { nextHandle: get("next_handle"), headSeq: get("head_seq") };
+}
+
+/** The committed head seq. */
+async function readHead(pool: pg.Pool): Promise<number> {
+  return (await pool.query<{ value: number }>("select value from meta where key = 'head_seq'")).rows[0]!.value;
+}
+
+/** The store as a new writer or follower finds it, read in one snapshot. */
 async function readSnapshot(pool: pg.Pool) {
   const c = await pool.connect();
   try {
     await c.query("begin isolation level repeatable read read only");
-    const meta = (await c.query<{ key: string; value: number }>("select key, value from meta")).rows;
-    const get = (k: string) => meta.find((r) => r.key === k)?.value ?? 0;
+    const meta = await readMeta(c);
     const rows = (await c.query<RawRow>({ text: "select handle, context, sentence, premise, creator, created_at, seq from sentex order by handle", rowMode: "array" })).rows;
     const oldest = (await c.query<{ seq: number | null }>("select min(seq) as seq from event")).rows[0]!.seq ?? undefined;
     const tombstones = new Map<number, { reason: string; seq: number }>();
     for (const t of (await c.query<{ handle: number; reason: string; seq: number }>("select handle, reason, seq from tombstone")).rows) tombstones.set(t.handle, { reason: t.reason, seq: t.seq });
     await c.query("commit");
-    return { meta: { nextHandle: get("next_handle"), headSeq: get("head_seq") }, rows, oldest, tombstones };
+    return { meta, rows, oldest, tombstones };
   } finally {
     c.release();
   }
@@ -429,7 +651,7 @@ async function runOp(c: pg.PoolClient, op: Op): Promise<void> {
       await c.query("insert into tombstone (handle, reason, seq) values ($1, $2, $3) on conflict (handle) do nothing", [op.handle, op.reason, op.seq]);
       return;
     case "event":
-      await c.query("insert into event (seq, body) values ($1, $2)", [op.seq, op.body]);
+      await c.query("insert into event (seq, body, write) values ($1, $2, $3)", [op.seq, op.body, op.write]);
       return;
     case "prune":
       await c.query("delete from event where seq <= $1", [op.upto]);

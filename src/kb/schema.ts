@@ -3,7 +3,9 @@
  * SQLite keeps `integer` (a 64-bit value; `integer primary key` is the rowid); PostgreSQL
  * needs `bigint` for the same values (handles, seqs, epoch-ms times). The lease table
  * exists on PostgreSQL only: there several daemons share one database and one of them is
- * elected the writer (pgstore.ts); an SQLite file has one daemon by construction.
+ * elected the writer (pgstore.ts); an SQLite file has one daemon by construction. For the
+ * same reason only PostgreSQL keeps each event's write input (`event.write`, replayed by
+ * followers) and the writer's URL (`lease.url`).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -25,6 +27,8 @@ interface MetaTable {
 interface EventTable {
   seq: number;
   body: string;
+  /** PostgreSQL: the write's input, which a follower replays (pgstore.ts); absent on SQLite. */
+  write?: string | null;
 }
 interface TombstoneTable {
   handle: number;
@@ -42,6 +46,8 @@ interface LeaseTable {
   holder: string;
   epoch: number;
   expires_at: Date;
+  /** The writer's advertised URL (followers redirect writes there); null until it listens. */
+  url: string | null;
 }
 export interface Schema {
   sentex: SentexTable;
@@ -98,6 +104,12 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
                 .execute();
               // epoch 0, already expired: the first daemon to try is elected with epoch 1.
               await sql`insert into lease (name, holder, epoch, expires_at) values ('writer', '', 0, '-infinity')`.execute(db);
+            },
+          },
+          "003-followers": {
+            async up(db: Kysely<unknown>) {
+              await db.schema.alterTable("event").addColumn("write", "text").execute();
+              await db.schema.alterTable("lease").addColumn("url", "text").execute();
             },
           },
         }

@@ -51,7 +51,8 @@ export interface StoreOfRecord {
   deleteSentex(handle: number, reason: string, seq: number): void;
   /** The group's counters, written once per group inside its transaction. */
   setMeta(meta: StoreMeta): void;
-  insertEvent(seq: number, body: string): void;
+  /** The event of `seq`, and `write`: the write's input as applied (a follower replays it; see Cluster). */
+  insertEvent(seq: number, body: string, write: string): void;
   pruneEvents(uptoSeq: number): void;
   /** Run `fn` once the open group is committed (before its writers are answered); at once if none is open. */
   onCommit(fn: () => void): void;
@@ -80,4 +81,50 @@ export interface StoreOfRecord {
   readonly failure: unknown;
   /** Commit what is pending, wait for it, release the store. */
   close(): Promise<void>;
+
+  /** The store's place in a cluster of daemons (PostgreSQL); undefined: a lone writer (SQLite). */
+  readonly cluster?: Cluster;
+}
+
+/** One committed event as the log holds it: its seq, its belief diff (body) and the write's input. */
+export interface LoggedEvent {
+  seq: number;
+  body: string;
+  write: string;
+}
+
+/**
+ * A daemon in a cluster on one database: the writer (holds the lease, commits) or a
+ * follower (replays the log into its engine, serves reads at the seq it applied).
+ */
+export interface Cluster {
+  readonly role: "writer" | "follower";
+  /** The lease epoch this daemon writes under; 0 while it follows. */
+  readonly epoch: number;
+  /** The writer's advertised URL as last read from the lease; undefined when none is live. */
+  readonly writerUrl: string | undefined;
+  /** How long a client should wait before retrying a write no writer can take (ms). */
+  readonly retryAfterMs: number;
+  /** Milliseconds this daemon has known of a committed seq it has not applied; 0 when caught up. */
+  lagMs(): number;
+  /** Publish this daemon's URL in the lease while (or once) it is the writer. */
+  advertise(url: string): Promise<void>;
+  /**
+   * Start following: `apply` is called with each committed event in seq order, inside a
+   * replay group (the row methods fill it; `onCommit` callbacks run once it is checked).
+   */
+  follow(apply: (e: LoggedEvent) => void): void;
+  /**
+   * Hear that the principal table may have changed (the writer stored a token): on a
+   * follower, at each notification and at each election attempt (the fallback).
+   */
+  onPrincipals(fn: () => void): void;
+}
+
+/** A write sent to a follower: the writer's URL when one is known. */
+export class NotWriterError extends Error {
+  constructor(readonly writerUrl: string | undefined, readonly retryAfterMs: number) {
+    super(writerUrl ? `this daemon follows; the writer is ${writerUrl}` : "this daemon follows and no writer is known (an election is under way); retry later");
+    this.name = "NotWriterError";
+  }
 }

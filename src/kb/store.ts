@@ -262,7 +262,8 @@ export class SqliteStore implements StoreOfRecord {
     this.pendingMeta = undefined;
   }
 
-  insertEvent(seq: number, body: string): void {
+  /** The write's input is not kept: one SQLite file has one daemon, and nobody replays it. */
+  insertEvent(seq: number, body: string, _write: string): void {
     this.stmts.insertEvent!.run(seq, body);
   }
 

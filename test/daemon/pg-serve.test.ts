@@ -1,7 +1,7 @@
 /**
  * `koinii serve --store postgres://...` (and KOINII_STORE): the real daemon keeps its store
  * of record in PostgreSQL. A write acknowledged over HTTP is in the database (read back
- * with `pg`), and a second daemon on the same database stays unelected, so not serving,
+ * with `pg`), and a second daemon on the same database follows (serves, does not write)
  * until the first stops and hands the lease over.
  */
 import { execFileSync } from "node:child_process";
@@ -12,11 +12,11 @@ import { freshDatabase, pgQuery } from "../kb/pg.js";
 describe("serve on PostgreSQL", () => {
   it("serve --help names the store and the lease bounds", () => {
     const help = execFileSync(process.execPath, [MAIN, "serve", "--help"], { encoding: "utf8" });
-    for (const flag of ["--store <url>", "--lease-ms <ms>", "--lease-renew-ms <ms>", "--pg-lock-timeout-ms <ms>", "--pg-statement-timeout-ms <ms>", "--pg-idle-in-transaction-ms <ms>"]) expect(help).toContain(flag);
+    for (const flag of ["--store <url>", "--lease-ms <ms>", "--lease-renew-ms <ms>", "--pg-lock-timeout-ms <ms>", "--pg-statement-timeout-ms <ms>", "--pg-idle-in-transaction-ms <ms>", "--follow-poll-ms <ms>", "--advertise-url <url>"]) expect(help).toContain(flag);
     expect(help).toMatch(/KOINII_STORE/);
   });
 
-  it("an acknowledged write is in PostgreSQL; a second daemon takes over only after the first stops", async () => {
+  it("an acknowledged write is in PostgreSQL; a second daemon follows, and takes over only after the first stops", async () => {
     const url = await freshDatabase();
     const a = await spawnDaemon({ env: { KOINII_STORE: url }, args: ["--lease-ms", "2000", "--lease-renew-ms", "200"] });
     onTestFinished(async () => void (await a.stop()));
@@ -25,15 +25,14 @@ describe("serve on PostgreSQL", () => {
     const [row] = await pgQuery<{ seq: string }>(url, "select seq from sentex where handle = $1", [w.body.handle]);
     expect(Number(row!.seq)).toBe(w.body.seq);
 
-    let bListening = false;
-    const bStarting = spawnDaemon({ args: ["--store", url, "--lease-ms", "2000", "--lease-renew-ms", "200"] }).then((d) => ((bListening = true), d));
+    const b = await spawnDaemon({ args: ["--store", url, "--lease-ms", "2000", "--lease-renew-ms", "200"] });
+    onTestFinished(async () => void (await b.stop()));
+    await new Promise((r) => setTimeout(r, 1_000)); // several of B's election attempts (every 200 ms)
     const [lease] = await pgQuery<{ epoch: string }>(url, "select epoch from lease");
     expect(Number(lease!.epoch)).toBe(1);
-    await new Promise((r) => setTimeout(r, 1_500)); // several of B's election attempts (every 200 ms)
-    expect(bListening).toBe(false);
+    expect((await call(b.url, "GET", "/health")).body).toMatchObject({ role: "follower", epoch: 0 });
     await a.stop();
-    const b = await bStarting;
-    onTestFinished(async () => void (await b.stop()));
+    await expect.poll(async () => (await call(b.url, "GET", "/health")).body.role, { timeout: 5_000 }).toBe("writer");
     const [after] = await pgQuery<{ epoch: string }>(url, "select epoch from lease");
     expect(Number(after!.epoch)).toBe(2);
     const next = await call(b.url, "POST", "/v1/assert", { sentence: "(dog Rex)", context: "CxPets" });
