@@ -9,7 +9,7 @@ import { wire, settle } from "./api.js";
 /** How often the page reads again, in milliseconds. */
 export const WHO_REFRESH_MS = 1000;
 
-/** The /health fields a cluster adds (role, epoch, applied seq, apply lag); a single daemon has none of them. */
+/** The /health fields of this daemon's place in a cluster (role, epoch, applied seq, apply lag); shown when present. */
 const CLUSTER_FIELDS = ["role", "epoch", "appliedSeq", "lagMs"];
 
 export class Who extends Component {
