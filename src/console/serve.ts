@@ -14,7 +14,7 @@ import { dirname, join, basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import fastifyStatic from "@fastify/static";
-import { packageRoot } from "../daemon/server.js";
+import { packageRoot } from "../daemon/package.js";
 
 /** Strict policy: same-origin scripts, styles, fetches; no inline script or style, no framing, no plugins. */
 export const CONSOLE_CSP = [

@@ -17,9 +17,6 @@
  * headers over Node's limit, a request not complete within requestTimeoutMs) are answered
  * in the same `{ok: false, type, error}` shape.
  */
-import { readFileSync, existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { pino, type Logger } from "pino";
 import type { Kb } from "../kb/index.js";
@@ -33,6 +30,7 @@ import { routes, writerOnly, type RouteDef } from "./routes.js";
 import { editBody } from "./schemas.js";
 import { NotWriterError } from "../kb/store-of-record.js";
 import { openApiDocument } from "./openapi.js";
+import { packageVersion } from "./package.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
 
@@ -103,21 +101,6 @@ declare module "fastify" {
     access?: RouteDef["access"];
     writerOnly?: boolean;
   }
-}
-
-/** The package root (the folder holding koinii's package.json), from src/ or dist/src/. */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const p = join(dir, "package.json");
-    if (existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as { name?: string }).name === "koinii") return dir;
-    dir = dirname(dir);
-  }
-  throw new Error("koinii package.json not found above " + fileURLToPath(import.meta.url));
-}
-
-function packageVersion(): string {
-  return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
 }
 
 /** Build the daemon over `opts.kb`; nothing listens until `listen`. */

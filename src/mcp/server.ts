@@ -7,11 +7,9 @@
  *   await k.mcp.connect(new StdioServerTransport());
  *   // ... later: await k.close();
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { WireMedium } from "../channel/index.js";
-import { packageRoot } from "../daemon/server.js";
+import { packageVersion } from "../daemon/package.js";
 import { openSession, type AgentSession } from "./session.js";
 import { registerTools } from "./tools.js";
 import { registerResources } from "./resources.js";
@@ -36,7 +34,7 @@ export interface KoiniiMcp {
   close(): Promise<void>;
 }
 
-const version = (): string => (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
+const version = packageVersion;
 
 /** Join the channel (refusals are ChannelErrors with the wire's type), then build the server. */
 export async function openMcpServer(opts: McpServerOptions): Promise<KoiniiMcp> {
