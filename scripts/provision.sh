@@ -3,7 +3,10 @@
 # and only prints their environment. Run by the vitest global setup (test/global-setup.ts)
 # before any test, and by `npm run bench` (postgres only); the same with or without CI=true.
 #
-#   scripts/provision.sh [nats] [mail] [postgres] [chromium]     (default: all of them)
+#   scripts/provision.sh [--check] [nats] [mail] [postgres] [chromium]   (default: all of them)
+#
+# --check changes nothing: it prints the environment when every server is up, and otherwise
+# stops with one line naming what is missing (what the suite's own check of provisioning runs).
 #
 # A missing server is installed when it can be (root and apt-get), otherwise the run stops
 # with one line naming the command to run. stdout carries only KEY=VALUE lines (the
@@ -19,6 +22,7 @@ rm -f "$KOINII_PROVISION_APT_MARK"
 export KOINII_PROVISION_APT_MARK
 trap 'rm -f "$KOINII_PROVISION_APT_MARK"' EXIT
 
+if [ "${1:-}" = --check ]; then export KOINII_PROVISION_CHECK=1; shift; fi
 servers=("$@")
 [ ${#servers[@]} -eq 0 ] && servers=(nats mail postgres chromium)
 for s in "${servers[@]}"; do

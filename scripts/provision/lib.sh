@@ -11,12 +11,16 @@ export_env() { echo "$1=$2"; }
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
+# provision.sh --check: report only, install and start nothing.
+checking() { [ -n "${KOINII_PROVISION_CHECK:-}" ]; }
+
 # need_debs PACKAGE...: install the Debian packages not yet installed when we can (root and
 # apt-get; `apt-get update` once per provisioning run), else stop naming the command.
 need_debs() {
   local missing=() p
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   [ ${#missing[@]} -eq 0 ] && return 0
+  checking && die "check: missing ${missing[*]}"
   if is_root && command -v apt-get >/dev/null 2>&1; then
     say "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -52,8 +52,9 @@ print_env() {
   export_env KOINII_CYRUS_SASLDB "$CYRUS_DIR/sasldb2"
 }
 all_up() { for p in "$IMAP_PORT" "$LMTP_PORT" "$SMTP_PORT" "$CYRUS_IMAP_PORT" "$CYRUS_HTTP_PORT"; do port_open "$p" || return 1; done; }
-if ! is_root; then
+if ! is_root || checking; then
   all_up && [ -f "$CONF" ] && { print_env; exit 0; }
+  checking && die "check: the mail servers are not all up (ports $IMAP_PORT $LMTP_PORT $SMTP_PORT $CYRUS_IMAP_PORT $CYRUS_HTTP_PORT)"
   die "the mail servers (Dovecot, SMTP submission, Cyrus) need root to start: run \`sudo bash scripts/provision.sh mail\` once, then start the tests again"
 fi
 need_debs dovecot-imapd dovecot-lmtpd cyrus-common cyrus-caldav sasl2-bin

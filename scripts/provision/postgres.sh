@@ -15,6 +15,7 @@ URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 [ -x "$BIN/postgres" ] || die "postgresql-15 is installed but $BIN/postgres is missing (set KOINII_PG_BIN)"
 
 if ! "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT"; then
+  checking && die "check: PostgreSQL is not up on 127.0.0.1:$PORT"
   if is_root; then
     id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
     as_owner() { runuser -u postgres -- "$@"; }
