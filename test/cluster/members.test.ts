@@ -10,7 +10,8 @@ import { freshDatabase, pgQuery } from "../kb/pg.js";
 
 const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 const ADMIN = "members-admin-token";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** expect.poll with room for a loaded machine (beats come every 200 ms). */
+const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
 
 interface Member {
   url: string | null;
@@ -20,16 +21,6 @@ interface Member {
   lagMs: number;
   seenAgoMs: number;
   state: string;
-}
-
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-    await sleep(50);
-  }
 }
 
 const members = async (d: Daemon): Promise<Member[]> => {
@@ -56,10 +47,7 @@ describe("GET /v1/cluster on PostgreSQL", () => {
 
   it("every node lists both daemons with role, epoch and applied seq; applied seqs advance after a write", async () => {
     for (const d of [writer, follower]) {
-      await eventually(async () => {
-        const ms = await members(d);
-        return byUrl(ms, writer.url) && byUrl(ms, follower.url) ? ms : undefined;
-      });
+      await poll(async () => (await members(d)).map((m) => m.url).sort()).toEqual([writer.url, follower.url].sort());
     }
     const ms = await members(follower);
     expect(ms).toHaveLength(2);
@@ -70,10 +58,7 @@ describe("GET /v1/cluster on PostgreSQL", () => {
     const w = await call(writer.url, "POST", "/v1/assert", { sentence: "(dog Muffet)", context: "CxPets" }, { token: ADMIN });
     expect(w.status).toBe(200);
     for (const d of [writer, follower]) {
-      await eventually(async () => {
-        const m = await members(d);
-        return byUrl(m, writer.url)!.appliedSeq >= w.body.seq && byUrl(m, follower.url)!.appliedSeq >= w.body.seq ? true : undefined;
-      });
+      await poll(async () => Math.min(...(await members(d)).map((m) => m.appliedSeq))).toBeGreaterThanOrEqual(w.body.seq);
     }
     // Same access as /v1/agents: a token is needed.
     const anon = await call(follower.url, "GET", "/v1/cluster");
@@ -82,10 +67,9 @@ describe("GET /v1/cluster on PostgreSQL", () => {
 
   it("a member not seen for 3 lease periods is unreachable (database clock); one not seen for --member-forget-ms is deleted", async () => {
     await pgQuery(url, "insert into member (holder, url, role, epoch, applied_seq, lag_ms, seen_at) values ('quiet', 'http://quiet.invalid', 'follower', 0, 0, 0, clock_timestamp() - interval '7 seconds'), ('gone', 'http://gone.invalid', 'follower', 0, 0, 0, clock_timestamp() - interval '61 seconds')");
-    const ms = await eventually(async () => {
-      const m = await members(follower);
-      return byUrl(m, "http://quiet.invalid") && !byUrl(m, "http://gone.invalid") ? m : undefined; // a beat read after the next beat's delete
-    });
+    // Wait for a reading taken after a beat's delete (one taken between our insert and that delete shows both).
+    await poll(async () => (await members(follower)).map((m) => m.url).filter((u) => u!.endsWith(".invalid"))).toEqual(["http://quiet.invalid"]);
+    const ms = await members(follower);
     expect(byUrl(ms, "http://quiet.invalid")).toMatchObject({ state: "unreachable" });
     expect(byUrl(ms, "http://quiet.invalid")!.seenAgoMs).toBeGreaterThanOrEqual(7000);
     expect(byUrl(ms, writer.url)!.state).toBe("live");
