@@ -42,6 +42,7 @@ interface ServeOptions {
   pgLockTimeoutMs: number;
   pgIdleInTransactionMs: number;
   followPollMs: number;
+  memberForgetMs: number;
   advertiseUrl?: string;
   listen: string;
   durability: "full" | "normal";
@@ -81,6 +82,7 @@ export function registerServeCommand(program: Command): void {
     .option("--pg-lock-timeout-ms <ms>", "PostgreSQL: lock_timeout of every session", positive, DEFAULT_PG_LIMITS.lockTimeoutMs)
     .option("--pg-idle-in-transaction-ms <ms>", "PostgreSQL: idle_in_transaction_session_timeout of every session", positive, DEFAULT_PG_LIMITS.idleInTransactionMs)
     .option("--follow-poll-ms <ms>", "PostgreSQL: how often a follower reads the head when no NOTIFY woke it", positive, DEFAULT_PG_LIMITS.followPollMs)
+    .option("--member-forget-ms <ms>", "PostgreSQL: forget a cluster member not seen for this long (more than 3 x --lease-ms; it shows as unreachable until then)", positive, DEFAULT_PG_LIMITS.memberForgetMs)
     .option("--advertise-url <url>", "PostgreSQL: the URL other daemons redirect writes to while this one writes (default: the listening URL)", absoluteUrl)
     .option("--listen <addr>", "address to bind; non-loopback requires KOINII_ADMIN_TOKEN", "127.0.0.1")
     .addOption(new Option("--durability <mode>", "full: fsync every group commit; normal: survives a process kill, not a power loss").choices(["full", "normal"]).default("full"))
@@ -120,7 +122,7 @@ export function registerServeCommand(program: Command): void {
           ? undefined
           : await PgStore.open({
               url: o.store,
-              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs, followPollMs: o.followPollMs },
+              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs, followPollMs: o.followPollMs, memberForgetMs: o.memberForgetMs },
               follow: true,
             });
       const kb = await openKb({

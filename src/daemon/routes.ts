@@ -319,6 +319,16 @@ export function routes(d: RouteDeps): RouteDef[] {
       answer: s.agentsListAnswer,
       handler: () => ({ agents: registry.agents(kb) }),
     }),
+    readRoute({
+      method: "GET",
+      url: "/v1/cluster",
+      summary: "Every daemon of the cluster: role, epoch, applied seq, apply lag, when last seen, reachable or not (on SQLite: this daemon alone)",
+      access: "any",
+      answer: s.clusterAnswer,
+      handler: ({ request }) => ({
+        members: kb.store.cluster?.members() ?? [{ url: `${request.protocol}://${request.host}`, role: kb.role, epoch: 0, appliedSeq: hub.headSeq, lagMs: 0, seenAgoMs: 0, state: "live" as const }],
+      }),
+    }),
     ...disputeRoutes(d),
   ];
 }

@@ -126,6 +126,21 @@ export const agentsListAnswer = z.object({
   agents: z.array(z.object({ id: z.string(), context, displayName: z.string().nullable(), trust: z.number().nullable() })),
 });
 
+export const clusterAnswer = z.object({
+  ok,
+  members: z.array(
+    z.object({
+      url: z.string().nullable().describe("its advertised URL (null until it listens); on SQLite the URL this request reached"),
+      role: z.enum(["writer", "follower"]),
+      epoch: z.number().int().nonnegative().describe("the lease epoch it writes under; 0 while it follows, always 0 on SQLite"),
+      appliedSeq: seq.describe("the newest seq it had applied when last seen"),
+      lagMs: z.number().int().nonnegative().describe("its apply lag when last seen"),
+      seenAgoMs: z.number().int().nonnegative().describe("how long ago it last recorded itself, by the database's clock"),
+      state: z.enum(["live", "unreachable"]).describe("unreachable: not seen for 3 lease periods"),
+    }),
+  ),
+});
+
 export type AssertBody = z.infer<typeof assertBody>;
 export type EditBody = z.infer<typeof editBody>;
 

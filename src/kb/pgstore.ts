@@ -31,7 +31,8 @@ import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { migrationProvider, type Schema } from "./schema.js";
-import { NotWriterError, type Cluster, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
+import { checkMemberForget, PgMembers } from "./pgmembers.js";
+import { NotWriterError, type Cluster, type ClusterMember, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
 export interface PgLimits {
@@ -47,6 +48,8 @@ export interface PgLimits {
   idleInTransactionMs: number;
   /** A follower reads the head this often when no NOTIFY woke it (the fallback when notifications are lost). */
   followPollMs: number;
+  /** A member row not seen for this long is deleted (pgmembers.ts); more than 3 x leaseMs. */
+  memberForgetMs: number;
 }
 
 export const DEFAULT_PG_LIMITS: PgLimits = {
@@ -56,6 +59,7 @@ export const DEFAULT_PG_LIMITS: PgLimits = {
   lockTimeoutMs: 1_000,
   idleInTransactionMs: 5_000,
   followPollMs: 1_000,
+  memberForgetMs: 3_600_000,
 };
 
 export interface PgStoreOptions {
@@ -107,6 +111,7 @@ export function checkPgLimits(limits: PgLimits): PgLimits {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`${k} must be a positive whole number of milliseconds, got ${v}`);
   }
   if (limits.leaseRenewMs * 2 > limits.leaseMs) throw new RangeError(`leaseRenewMs (${limits.leaseRenewMs}) must be at most half of leaseMs (${limits.leaseMs}), so one late renewal does not lose the lease`);
+  checkMemberForget(limits);
   return limits;
 }
 
@@ -157,6 +162,7 @@ export class PgStore implements StoreOfRecord, Cluster {
   private readonly tombstones: Map<number, { reason: string; seq: number }>;
   private readonly loadedRows: RawRow[];
   private renewer: NodeJS.Timeout | undefined;
+  private readonly roster = new PgMembers();
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -381,6 +387,15 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.principalsChanged = fn;
   }
 
+  /** Record this daemon in the member table (each renewal, each election attempt; pgmembers.ts). */
+  private beat(): void {
+    void this.roster.beat(this.pool, this.limits, { holder: this.holder, url: this.advertised ?? null, role: this.role, epoch: this.epoch, appliedSeq: this.committedHead, lagMs: this.lagMs() });
+  }
+
+  members(): ClusterMember[] {
+    return this.roster.list(this.limits.leaseMs);
+  }
+
   follow(apply: (e: LoggedEvent) => void): void {
     if (this.role !== "follower" || this.replayer) throw new Error("invariant: follow() is called once, on a follower");
     this.replayer = apply;
@@ -402,6 +417,7 @@ export class PgStore implements StoreOfRecord, Cluster {
           const epoch = await this.tryLease();
           if (epoch !== undefined) return await this.promote(epoch);
           this.principalsChanged();
+          this.beat();
         }
         await this.catchUp(await readHead(this.pool));
         await new Promise<void>((resolve) => {
@@ -517,6 +533,7 @@ export class PgStore implements StoreOfRecord, Cluster {
         [this.holder, this.epoch, this.limits.leaseMs],
       );
       if (r.rowCount !== 1) throw new FencedError(`the writer lease of epoch ${this.epoch} is lost (expired or taken by another daemon)`);
+      this.beat();
     } catch (e) {
       this.abort(e);
     }

@@ -5,7 +5,8 @@
  * exists on PostgreSQL only: there several daemons share one database and one of them is
  * elected the writer (pgstore.ts); an SQLite file has one daemon by construction. For the
  * same reason only PostgreSQL keeps each event's write input (`event.write`, replayed by
- * followers) and the writer's URL (`lease.url`).
+ * followers) and the writer's URL (`lease.url`), and the `member` table, where each daemon of
+ * a cluster records itself (pgmembers.ts).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -49,6 +50,17 @@ interface LeaseTable {
   /** The writer's advertised URL (followers redirect writes there); null until it listens. */
   url: string | null;
 }
+/** One daemon of a cluster (PostgreSQL), as it last recorded itself; keyed by its lease holder id. */
+interface MemberTable {
+  holder: string;
+  url: string | null;
+  role: "writer" | "follower";
+  epoch: number;
+  applied_seq: number;
+  lag_ms: number;
+  /** `clock_timestamp()` of its last record: ages are read with the database's clock. */
+  seen_at: Date;
+}
 export interface Schema {
   sentex: SentexTable;
   meta: MetaTable;
@@ -56,6 +68,7 @@ export interface Schema {
   tombstone: TombstoneTable;
   principal: PrincipalTable;
   lease: LeaseTable;
+  member: MemberTable;
 }
 
 function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -110,6 +123,20 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
             async up(db: Kysely<unknown>) {
               await db.schema.alterTable("event").addColumn("write", "text").execute();
               await db.schema.alterTable("lease").addColumn("url", "text").execute();
+            },
+          },
+          "004-members": {
+            async up(db: Kysely<unknown>) {
+              await db.schema
+                .createTable("member")
+                .addColumn("holder", "text", (c) => c.primaryKey())
+                .addColumn("url", "text")
+                .addColumn("role", "text", (c) => c.notNull().check(sql`role in ('writer', 'follower')`))
+                .addColumn("epoch", "bigint", (c) => c.notNull())
+                .addColumn("applied_seq", "bigint", (c) => c.notNull())
+                .addColumn("lag_ms", "bigint", (c) => c.notNull())
+                .addColumn("seen_at", "timestamptz", (c) => c.notNull())
+                .execute();
             },
           },
         }

@@ -119,6 +119,25 @@ export interface Cluster {
    * follower, at each notification and at each election attempt (the fallback).
    */
   onPrincipals(fn: () => void): void;
+  /** Every daemon of the cluster as the member table last showed it (GET /v1/cluster). */
+  members(): ClusterMember[];
+}
+
+/** One daemon of a cluster, as it last recorded itself (see src/kb/pgmembers.ts). */
+export interface ClusterMember {
+  /** Its advertised URL; null until it listens. */
+  url: string | null;
+  role: "writer" | "follower";
+  /** The lease epoch it writes under; 0 while it follows. */
+  epoch: number;
+  /** The newest seq it had applied when last seen. */
+  appliedSeq: number;
+  /** Its apply lag when last seen (ms). */
+  lagMs: number;
+  /** How long ago it last recorded itself, by the database's clock (ms). */
+  seenAgoMs: number;
+  /** `unreachable`: not seen for UNREACHABLE_LEASES lease periods. */
+  state: "live" | "unreachable";
 }
 
 /** A write sent to a follower: the writer's URL when one is known. */

@@ -172,6 +172,13 @@ describe("console", () => {
     await poll(() => queryRow.textContent()).toContain("AgentSlow");
     expect(await queryRow.locator("td").nth(5).textContent()).toBe("AgentSlow"); // claimed by
     expect(await page.textContent("#cluster")).toMatch(/role\s*writer\s*epoch\s*0\s*appliedSeq\s*\d+\s*lagMs\s*0/); // /health's cluster fields (the SQLite daemon is its own writer, epoch 0)
+    // The cluster table: on SQLite the daemon alone, the writer at epoch 0, highlighted.
+    const members = page.locator("table.members tbody tr");
+    await poll(() => members.count()).toBe(1);
+    expect(await members.getAttribute("data-url")).toBe(d.url);
+    expect(await members.getAttribute("data-role")).toBe("writer");
+    expect(await members.getAttribute("data-epoch")).toBe("0");
+    expect(await members.getAttribute("data-current-writer")).toBe("yes");
     await shoot(page, "who");
     expect(c.errors).toEqual([]);
     await c.close();

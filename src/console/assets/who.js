@@ -1,7 +1,8 @@
 /**
- * Who is connected: this daemon (its /health), the registered agents, every subscription the
- * token may see with its cursor, lag, parked polls, stream and lagged count, and the open
- * queries with their claims. Read again every WHO_REFRESH_MS.
+ * Who is connected: this daemon (its /health), every daemon of the cluster (GET /v1/cluster:
+ * role, epoch, applied seq, apply lag, last seen, unreachable), the registered agents, every
+ * subscription the token may see with its cursor, lag, parked polls, stream and lagged count,
+ * and the open queries with their claims. Read again every WHO_REFRESH_MS.
  */
 import { html, Component, Refusal, SentexLink, yesNo, ago } from "./ui.js";
 import { wire, settle } from "./api.js";
@@ -13,7 +14,7 @@ export const WHO_REFRESH_MS = 1000;
 const CLUSTER_FIELDS = ["role", "epoch", "appliedSeq", "lagMs"];
 
 export class Who extends Component {
-  state = { health: null, agents: null, watchers: null, queries: null, readAt: null };
+  state = { health: null, members: null, agents: null, watchers: null, queries: null, readAt: null };
   timer = null;
 
   componentDidMount() {
@@ -27,18 +28,19 @@ export class Who extends Component {
 
   async read() {
     const health = await settle(fetch("/health", { cache: "no-store" }).then((r) => r.json()));
-    const [agents, watchers, queries, answers, claims] = await Promise.all([
+    const [members, agents, watchers, queries, answers, claims] = await Promise.all([
+      settle(wire("GET", "/v1/cluster")),
       settle(wire("GET", "/v1/agents")),
       settle(wire("GET", "/v1/watchers")),
       settle(wire("POST", "/v1/match", { sentence: "(queries ?agent ?question)", context: "?ctx" })),
       settle(wire("POST", "/v1/match", { sentence: "(answers ?agent ?content ?target)", context: "?ctx" })),
       settle(wire("POST", "/v1/match", { sentence: "(claims ?agent ?target ?until)", context: "?ctx" })),
     ]);
-    this.setState({ health, agents, watchers, queries: openQueries(queries, answers, claims), readAt: Date.now() });
+    this.setState({ health, members, agents, watchers, queries: openQueries(queries, answers, claims), readAt: Date.now() });
     if (this.timer !== undefined) this.timer = setTimeout(() => this.read(), WHO_REFRESH_MS);
   }
 
-  render(_, { health, agents, watchers, queries, readAt }) {
+  render(_, { health, members, agents, watchers, queries, readAt }) {
     const head = health?.value?.seq;
     const cluster = CLUSTER_FIELDS.filter((f) => health?.value?.[f] !== undefined);
     return html`<section class="who">
@@ -49,9 +51,11 @@ export class Who extends Component {
       <div class="cluster" id="cluster">
         <h4>Cluster role, epoch and apply lag</h4>
         ${cluster.length
-          ? html`<dl>${cluster.map((f) => html`<dt>${f}</dt><dd>${String(health.value[f])}</dd>`)}</dl>`
+          ? html`<dl class="facts">${cluster.map((f) => html`<dt>${f}</dt><dd>${String(health.value[f])}</dd>`)}</dl>`
           : html`<p class="empty">a single daemon: its /health names no role, epoch, applied seq or apply lag</p>`}
       </div>
+      <h3>Cluster</h3>
+      ${members?.error ? html`<${Refusal} error=${members.error} />` : html`<${Members} members=${members?.value?.members ?? []} />`}
       <h3>Agents</h3>
       ${agents?.error ? html`<${Refusal} error=${agents.error} />` : html`<table class="agents"><thead><tr><th>agent</th><th>context</th><th>display name</th><th>trust</th></tr></thead>
         <tbody>${(agents?.value?.agents ?? []).map((a) => html`<tr><td>${a.id}</td><td>${a.context}</td><td>${a.displayName ?? ""}</td><td>${a.trust ?? ""}</td></tr>`)}</tbody></table>`}
@@ -70,6 +74,21 @@ export class Who extends Component {
         )}</tbody></table>`}
     </section>`;
   }
+}
+
+/**
+ * Every daemon on the store, as each last recorded itself. The writer is highlighted: the
+ * live member claiming the writer role under the highest epoch (a dead writer keeps its old
+ * row, epoch and all, until it is forgotten).
+ */
+function Members({ members }) {
+  const writer = members.filter((m) => m.role === "writer" && m.state === "live").reduce((a, m) => (a && a.epoch >= m.epoch ? a : m), undefined);
+  return html`<table class="members"><thead><tr><th>daemon</th><th>role</th><th>epoch</th><th>applied seq</th><th>apply lag</th><th>last seen</th><th>state</th></tr></thead>
+    <tbody>${members.map(
+      (m) => html`<tr class=${[m === writer ? "writer" : "", m.state].join(" ")} data-url=${m.url ?? ""} data-role=${m.role} data-epoch=${m.epoch} data-applied=${m.appliedSeq} data-state=${m.state} data-current-writer=${yesNo(m === writer)}>
+        <td class="url">${m.url ?? "(not listening yet)"}</td><td>${m.role}${m === writer ? " ★" : ""}</td><td>${m.epoch}</td><td>${m.appliedSeq}</td><td>${ago(m.lagMs)}</td><td>${ago(m.seenAgoMs)} ago</td><td class=${m.state === "unreachable" ? "warn" : ""}>${m.state}</td>
+      </tr>`,
+    )}</tbody></table>`;
 }
 
 const ARGS_RE = /^\((\S+) (\S+) (.*)\)$/;
