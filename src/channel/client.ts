@@ -26,7 +26,7 @@ export { registerAgent, agents, setTrust, setDisplayName, trustOf, displayNameOf
 export { subscribe, unsubscribe } from "./subscribe.js";
 export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES, TRANSIENT_TYPES, NODE_LOST_TYPES } from "./pollloop.js";
 export { DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
-export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC } from "./catchup.js";
+export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC, MAX_REOPENS_PER_SYNC } from "./catchup.js";
 export type { Consumer, CursorStore, CursorPosition, SyncOptions, SyncResult, ResnapshotReason } from "./catchup.js";
 export {
   disputesIn, disputed, disputeState, notifyDisputes, sweepStale, reopenDispute, rule, withdrawRulings, standingRulings, whoRuled,

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnDaemon, call, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
-import { wire, WRITE_PATHS, type FeedEvent, type WireMedium } from "../../src/channel/index.js";
+import { join, openConsumer, sync, viewOf, wire, WRITE_PATHS, type FeedEvent, type WireMedium } from "../../src/channel/index.js";
 
 const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 const start = (url: string) => spawnDaemon({ args: ["--store", url, ...LEASE] });
@@ -178,8 +178,13 @@ describe("failover through one medium", () => {
         acked.push((await m.assert(`(w N${i})`, "CxLoop")).seq);
         if (killedAt && !resumedAt) resumedAt = Date.now();
       };
+      const h = await join(m, "CxLoop", "AgentWatcher");
       await write(0);
-      expect(m.url).toBe(a.url); // the writer answered last: the feed opens there
+      expect(m.url).toBe(a.url); // the writer answered last: the feeds open there
+      const consumer = await openConsumer(h, "(w ?x)", "CxLoop");
+      expect(viewOf(consumer)).toEqual([]);
+      await sync(consumer);
+      expect(viewOf(consumer)).toEqual(["(w N0)"]);
       const seen: number[] = [];
       const errors: unknown[] = [];
       const sub = await m.subscribe({ context: "CxLoop" }, (ev) => void seen.push(ev.seq), { waitMs: 1_000, onError: (e) => errors.push(e) });
@@ -212,6 +217,13 @@ describe("failover through one medium", () => {
       expect(seen).toEqual(log.filter((s) => s > acked[0]!));
       for (const s of acked.slice(1)) expect(seen).toContain(s);
       expect(new Set(acked).size).toBe(acked.length);
+
+      // The catch-up consumer's token was on the dead node: its next sync re-opens the feed
+      // from its cursor on the surviving node, without a re-snapshot, and its view is exact.
+      const caught = await sync(consumer);
+      expect(caught.resnapshots).toEqual([]);
+      expect(caught.events).toBe(acked.length - 1);
+      expect(viewOf(consumer)).toEqual(Array.from({ length: acked.length }, (_, k) => `(w N${k})`).sort());
     } finally {
       await m.close();
       await b.stop();
