@@ -11,22 +11,12 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnDaemon, call, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
+import { eventually } from "./helpers.js";
 import { join, openConsumer, sync, viewOf, wire, WRITE_PATHS, type FeedEvent, type WireMedium } from "../../src/channel/index.js";
 
 const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 const start = (url: string) => spawnDaemon({ args: ["--store", url, ...LEASE] });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const health = async (d: Daemon) => (await call(d.url, "GET", "/health")).body as { role: string; appliedSeq: number };
-
-async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 const eventSeqs = async (db: string) => (await pgQuery<{ seq: string }>(db, "select seq from event order by seq")).map((r) => Number(r.seq));
 
@@ -122,7 +112,7 @@ describe("a medium over a follower and a writer", () => {
       const w2 = await m.edit({ add: [{ sentence: "(dog Fido)", context: "CxRedirect" }] });
       expect(w2.seq).toBe(w1.seq + 1);
       expect((await pgQuery(db, "select 1 from sentex where sentence in ('(dog Rex)', '(dog Fido)')")).length).toBe(2);
-      await eventually(() => (seen.length >= 2 ? true : undefined));
+      await eventually(() => seen.length, (n) => n >= 2);
       expect(seen.map((e) => e.seq)).toEqual([w1.seq, w2.seq]);
       expect(seen.map((e) => e.added[0]!.sentence)).toEqual(["(dog Rex)", "(dog Fido)"]);
       // The feed was opened on the follower, and its polls stay there (its cursor moved there).
@@ -195,7 +185,7 @@ describe("failover through one medium", () => {
       const loop = (async () => {
         while (!killed || acked.length < 40) await write(i++);
       })();
-      await eventually(() => (acked.length >= 20 ? true : undefined));
+      await eventually(() => acked.length, (n) => n >= 20, 3_000);
       const killedSeq = acked.at(-1)!;
       killedAt = Date.now();
       await a.stop("SIGKILL");
@@ -206,7 +196,7 @@ describe("failover through one medium", () => {
       expect(await health(b)).toMatchObject({ role: "writer" });
       expect(m.nodes.knownWriter).toBe(b.url);
       const last = acked.at(-1)!;
-      await eventually(() => (seen.at(-1)! >= last ? true : undefined));
+      await eventually(() => seen.at(-1)!, (s) => s >= last, 3_000);
       expect(sub.token).not.toBe(firstToken); // re-watched on the surviving node
       await sub.stop();
       expect(errors).toEqual([]);
