@@ -14,6 +14,7 @@ import { writeFile, rename, readFile, open as openFile } from "node:fs/promises"
 import { dirname, basename, join } from "node:path";
 import { ChannelError } from "./errors.js";
 import { coneOf, type AgentHandle } from "./channel.js";
+import { NODE_LOST_TYPES } from "./pollloop.js";
 import type { ContextName, FeedEvent, FeedAdded, FeedRemoved, Handle, Seq } from "./medium.js";
 
 /** Where a consumer stands: its feed token, the last seq folded, and its view (handle -> sentence). */
@@ -148,6 +149,8 @@ export interface SyncResult {
 
 /** Re-snapshots in one sync before it gives up (each needs a fresh failure of the feed). */
 export const MAX_RESNAPSHOTS_PER_SYNC = 4;
+/** Feeds re-opened on another node in one sync (the token's node lost) before it gives up. */
+export const MAX_REOPENS_PER_SYNC = 4;
 
 /**
  * Fold everything after the consumer's cursor into its view and store the position after
@@ -175,6 +178,7 @@ export async function sync(c: Consumer, opts: SyncOptions = {}): Promise<SyncRes
   };
 
   if (!c.position) await resnapshot("bootstrap", undefined);
+  let reopens = 0;
   for (;;) {
     const pos = c.position!;
     let r;
@@ -184,6 +188,14 @@ export async function sync(c: Consumer, opts: SyncOptions = {}): Promise<SyncRes
       if (e instanceof ChannelError && (e.type === "unknown-subscription" || e.type === "bad-cursor")) {
         if (e.type === "bad-cursor") await m.feedClose(pos.token).catch(() => false);
         await resnapshot(e.type, undefined);
+        continue;
+      }
+      if (e instanceof ChannelError && NODE_LOST_TYPES.has(e.type) && reopens++ < MAX_REOPENS_PER_SYNC) {
+        // The token's node is unreachable: a cursor means the same on every node, so the
+        // feed opens again from it wherever the medium reaches, and the view stays exact.
+        const again = await m.feedOpen({ goal: c.goal, context: c.context, from: pos.cursor });
+        c.position = { token: again.token, cursor: again.cursor };
+        await persist();
         continue;
       }
       throw e;

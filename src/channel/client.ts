@@ -4,7 +4,8 @@
  * engine: importing it loads neither better-sqlite3 nor the KB. `koinii/channel` adds the
  * in-process `local` medium; `koinii/kb` is the engine itself.
  */
-export { wire, WireMedium, DEFAULT_TIMEOUT_MS, MAX_WAIT_MS } from "./wire.js";
+export { wire, WireMedium, DEFAULT_TIMEOUT_MS, DEFAULT_FAILOVER_MS, DEFAULT_MAX_RETRY_AFTER_MS, MAX_WAIT_MS, WRITE_PATHS } from "./wire.js";
+export { daemonOrigins, splitDaemonUrls } from "./nodes.js";
 export type { WireConnection } from "./wire.js";
 export type {
   Medium, Handle, Seq, ContextName, AgentId, SentexRecord, RemovedEntry, Problem, Strength, FeedEvent, FeedAdded, FeedRemoved,
@@ -23,9 +24,9 @@ export {
 export type { AgentHandle, OpenQuery, ClaimStatus } from "./channel.js";
 export { registerAgent, agents, setTrust, setDisplayName, trustOf, displayNameOf } from "./identity.js";
 export { subscribe, unsubscribe } from "./subscribe.js";
-export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES, TRANSIENT_TYPES } from "./pollloop.js";
+export { DEFAULT_WAIT_MS, MAX_POLL_FAILURES, TRANSIENT_TYPES, NODE_LOST_TYPES } from "./pollloop.js";
 export { DEFAULT_MAX_QUEUED_EVENTS } from "./delivery.js";
-export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC } from "./catchup.js";
+export { openConsumer, sync, viewOf, snapshot, closeConsumer, memoryCursorStore, fileCursorStore, MAX_RESNAPSHOTS_PER_SYNC, MAX_REOPENS_PER_SYNC } from "./catchup.js";
 export type { Consumer, CursorStore, CursorPosition, SyncOptions, SyncResult, ResnapshotReason } from "./catchup.js";
 export {
   disputesIn, disputed, disputeState, notifyDisputes, sweepStale, reopenDispute, rule, withdrawRulings, standingRulings, whoRuled,

@@ -26,6 +26,14 @@ export const CHANNEL_ERROR_TYPES = [
   "aborted",
   /** A cursor file that exists but cannot be read as one. */
   "bad-cursor-file",
+  /** wire(): no daemon URL, a URL that is not an http(s) origin, or a bound that is not a positive whole number of ms. */
+  "bad-connection",
+  /**
+   * A write found no daemon that accepts it within `failoverMs` (every node unreachable,
+   * or the cluster without an elected writer). The daemon's own 503 of a follower during
+   * an election has the same type.
+   */
+  "no-writer",
 ] as const;
 
 export type ChannelErrorType = (typeof CHANNEL_ERROR_TYPES)[number];

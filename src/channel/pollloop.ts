@@ -7,7 +7,9 @@
  *   - stop(): aborts the parked poll (AbortController), then unwatches;
  *   - `unknown-subscription` (reaped, or the daemon restarted): re-watch with `from` = the
  *     cursor, which replays the durable log, so nothing is lost; a second one in a row ends it;
- *   - network / timeout / 5xx: retried with backoff, at most maxPollFailures in a row;
+ *   - network / timeout / 5xx: retried with backoff, at most MAX_POLL_FAILURES in a row; when
+ *     the token's node is lost (NODE_LOST_TYPES) the retry re-watches with `from` = the
+ *     cursor, which a wire medium of several daemons opens on another node;
  *   - any other refusal (`bad-cursor`, ...): ends the loop.
  */
 import { ChannelError } from "./errors.js";
@@ -21,7 +23,13 @@ const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2_000;
 
 /** Refusals a retry may cure (the daemon unreachable, stopping or busy): retried with backoff. */
-export const TRANSIENT_TYPES: ReadonlySet<string> = new Set(["network", "timeout", "internal-error", "shutting-down", "closed", "too-many-waiters"]);
+export const TRANSIENT_TYPES: ReadonlySet<string> = new Set(["network", "timeout", "internal-error", "shutting-down", "closed", "too-many-waiters", "unavailable"]);
+/**
+ * Of those, the ones that say the token's node is unreachable or stopping: after the
+ * backoff the loop re-watches (any node of the medium, `from` = the cursor) instead of
+ * polling the same token again.
+ */
+export const NODE_LOST_TYPES: ReadonlySet<string> = new Set(["network", "timeout", "shutting-down", "unavailable"]);
 
 export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAnswer, callback: EventCallback, opts: SubscribeOptions = {}): Subscription {
   const waitMs = opts.waitMs ?? DEFAULT_WAIT_MS;
@@ -37,6 +45,15 @@ export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAns
       const t = setTimeout(resolve, ms);
       abort.signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
     });
+
+  /** A new token from `cursor` on (the old one is dropped where it was, if its node still answers). */
+  const rewatch = async () => {
+    const again = await medium.feedOpen({ ...spec, from: cursor });
+    const old = token;
+    token = again.token;
+    cursor = again.cursor;
+    if (old !== token) void medium.feedClose(old).catch(() => false);
+  };
 
   const loop = (async () => {
     let failures = 0;
@@ -63,9 +80,7 @@ export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAns
         if (type === "unknown-subscription" && !rewatched) {
           rewatched = true;
           try {
-            const again = await medium.feedOpen({ ...spec, from: cursor });
-            token = again.token;
-            cursor = again.cursor;
+            await rewatch();
             continue;
           } catch (e2) {
             if (!stopped) report(opts.onError, e2);
@@ -74,6 +89,21 @@ export function startPollLoop(medium: Medium, spec: WatchSpec, open: FeedOpenAns
         }
         if (TRANSIENT_TYPES.has(type) && ++failures < MAX_POLL_FAILURES) {
           await sleep(Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** failures));
+          if (stopped) break;
+          if (NODE_LOST_TYPES.has(type)) {
+            // The token's node is gone (or going): open the feed again on whichever node
+            // answers, from the last cursor delivered. Cursors are global, so it goes on
+            // exactly after the last event the callback was given.
+            try {
+              await rewatch();
+            } catch (e2) {
+              const t2 = e2 instanceof ChannelError ? e2.type : "";
+              if (stopped || !TRANSIENT_TYPES.has(t2)) {
+                if (!stopped) report(opts.onError, e2);
+                break;
+              }
+            }
+          }
           continue;
         }
         report(opts.onError, e);

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { wire } from "../../channel/index.js";
+import { splitDaemonUrls, wire } from "../../channel/index.js";
 import { isContextName } from "../../kb/index.js";
 import { createComposer } from "../composer/index.js";
 import { startFloorAgent } from "./agent.js";
@@ -59,7 +59,7 @@ export function registerFloorCommand(program: Command): void {
       "run the floor agent for one voice room: hears utterances on a loopback ingest endpoint, records the room, " +
         "its floor decisions and his replies in the KB, and answers through the composer (ANTHROPIC_API_KEY, else deterministic)",
     )
-    .option("--url <url>", "the daemon's base URL (env KOINII_URL)", process.env.KOINII_URL ?? "http://127.0.0.1:4200")
+    .option("--url <url>", "the daemon's base URL, or several comma-separated (the daemons of a cluster) (env KOINII_URL)", process.env.KOINII_URL ?? "http://127.0.0.1:4200")
     .option("--token <token>", "the floor agent's bearer token (env KOINII_TOKEN; the admin registers the persona id first)", process.env.KOINII_TOKEN)
     .requiredOption("--room <context>", "the room channel context, e.g. CxRoomStandup", context)
     .requiredOption("--persona <file>", "persona config (JSON): id (the agent id, e.g. AgentClankie), names, aliases, replyPolicy, chattiness, ...")
@@ -83,7 +83,7 @@ export function registerFloorCommand(program: Command): void {
         process.exit(1);
       }
       const composer = createComposer(process.env);
-      const medium = wire({ url: o.url, ...(o.token ? { token: o.token } : {}) });
+      const medium = wire({ urls: splitDaemonUrls(o.url), ...(o.token ? { token: o.token } : {}) });
       const agent = await startFloorAgent({
         medium,
         room: o.room,

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { join as joinChannel, wire, type Medium } from "../../channel/index.js";
+import { join as joinChannel, splitDaemonUrls, wire, type Medium } from "../../channel/index.js";
 import { createComposer } from "../composer/index.js";
 import { DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../../kb/progress.js";
 import { credentialsReport, formatCredentialsLine, loadAccountsConfig, type AccountsConfig } from "./config.js";
@@ -75,7 +75,7 @@ function loadConfig(dir: string): AccountsConfig {
 function withCommon(c: Command, kb = true): Command {
   c.option("--dir <dir>", "the mail agent's directory: accounts.json, receipts.sqlite, drafts/ (env KOINII_MAIL_DIR)", process.env.KOINII_MAIL_DIR ?? "./data/mail");
   if (kb) {
-    c.option("--url <url>", "the daemon's base URL (env KOINII_URL)", process.env.KOINII_URL ?? "http://127.0.0.1:4200")
+    c.option("--url <url>", "the daemon's base URL, or several comma-separated (the daemons of a cluster) (env KOINII_URL)", process.env.KOINII_URL ?? "http://127.0.0.1:4200")
       .option("--token <token>", "the mail agent's bearer token (env KOINII_TOKEN)", process.env.KOINII_TOKEN)
       .option("--agent <id>", "the mail agent's id; its context is Cx + the rest", process.env.KOINII_MAIL_AGENT ?? DEFAULT_MAIL_AGENT)
       .option("--channel <cx>", "the channel its context is lifted under", process.env.KOINII_MAIL_CHANNEL ?? DEFAULT_MAIL_CHANNEL)
@@ -88,7 +88,7 @@ function withCommon(c: Command, kb = true): Command {
 /** Join, run, close; a ResolveError exits with its code, any other error with 1. */
 async function run(o: Common, fn: (a: MailAgent, medium: Medium, h: Awaited<ReturnType<typeof joinChannel>>) => Promise<number | void>): Promise<void> {
   const cfg = loadConfig(o.dir);
-  const medium = wire({ url: o.url, token: o.token });
+  const medium = wire({ urls: splitDaemonUrls(o.url), token: o.token });
   let code = 0;
   try {
     const h = await joinChannel(medium, o.channel, o.agent, { speaks: MAIL_ACTS_CONTEXT });

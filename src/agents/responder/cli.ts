@@ -15,7 +15,7 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { join as joinChannel, wire } from "../../channel/index.js";
+import { join as joinChannel, splitDaemonUrls, wire } from "../../channel/index.js";
 import { createComposer } from "../composer/index.js";
 import { AuditChainError, verifyAudit } from "./audit.js";
 import { bootResponder } from "./boot.js";
@@ -179,7 +179,7 @@ async function run(o: RunOptions): Promise<void> {
     catchup: { maxAgeMs: o.catchupMaxAgeS * 1000, maxCount: o.catchupMaxCount },
     log: logLine,
     connect: async () => {
-      const medium = wire({ url: o.url, token: o.token });
+      const medium = wire({ urls: splitDaemonUrls(o.url), token: o.token });
       try {
         return await joinChannel(medium, o.channel, o.agent);
       } catch (e) {
@@ -261,7 +261,7 @@ export function registerResponderCommand(program: Command): void {
     .command("responder")
     .description("run the bounded responder (needs RESPONDER_ENABLED=1 and a charter with enabled: true)")
     .option("--charter <file>", "the charter JSON (env RESPONDER_CHARTER)", env.RESPONDER_CHARTER)
-    .option("--url <url>", "the daemon's base URL (env KOINII_URL)", env.KOINII_URL ?? "http://127.0.0.1:4200")
+    .option("--url <url>", "the daemon's base URL, or several comma-separated (the daemons of a cluster) (env KOINII_URL)", env.KOINII_URL ?? "http://127.0.0.1:4200")
     .option("--token <token>", "the responder agent's bearer token (env KOINII_TOKEN)", env.KOINII_TOKEN)
     .option("--agent <id>", "the responder's agent id (env RESPONDER_AGENT)", env.RESPONDER_AGENT ?? defaultResponderAgent)
     .option("--channel <context>", "the channel DMs are posed in (env RESPONDER_CHANNEL)", env.RESPONDER_CHANNEL ?? defaultResponderChannel)

@@ -125,7 +125,7 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
       } catch (e) {
         const code = (e as { code?: unknown }).code;
         const type = (e as { type?: unknown }).type;
-        if (code === "kb_unavailable" || type === "network" || type === "timeout" || type === "aborted") send(res, 503, { ok: false, type: "kb_unavailable", error: "not connected to the knowledge base; retry" });
+        if (code === "kb_unavailable" || type === "network" || type === "timeout" || type === "aborted" || type === "no-writer") send(res, 503, { ok: false, type: "kb_unavailable", error: "not connected to the knowledge base; retry" });
         else send(res, 502, { ok: false, type: "kb_error", error: String((e as Error)?.message ?? e).slice(0, 300) });
       }
       return;
