@@ -3,7 +3,7 @@
  * schemas (z.toJSONSchema), so it cannot drift from what the routes validate.
  */
 import { z } from "zod";
-import type { RouteDef } from "./routes.js";
+import { writerOnly, type RouteDef } from "./routes.js";
 import { errorSchema } from "./schemas.js";
 import { WIRE_ERROR_STATUS } from "./errors.js";
 
@@ -40,6 +40,8 @@ export function openApiDocument(table: readonly RouteDef[], version: string): Js
     }
     if (r.url === "/v1/stream") parameters.push({ name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } });
     if (parameters.length) op.parameters = parameters;
+    // Only the writer runs it: a follower answers 307 not-writer (or 503 no-writer).
+    if (writerOnly(r)) op["x-writer-only"] = true;
     if (r.body) op.requestBody = { required: true, content: json(schemaOf(r.body, "input")) };
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }

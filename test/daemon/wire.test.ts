@@ -4,6 +4,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { spawnDaemon, call, rawExchange, type Daemon } from "./helpers.js";
+import { WRITE_PATHS } from "../../src/channel/wire.js";
 
 let d: Daemon;
 const post = (path: string, body: unknown) => call(d.url, "POST", path, body);
@@ -132,6 +133,16 @@ describe("routes", () => {
       expect(routes).toContain(r);
     }
     expect(o.body.paths["/v1/assert"].post.requestBody.content["application/json"].schema.required).toEqual(["sentence", "context"]);
+  });
+
+  it("the routes OpenAPI marks x-writer-only are exactly the ones the channel library sends to the writer", async () => {
+    const o = await get("/openapi.json");
+    const marked = Object.entries(o.body.paths as Record<string, Record<string, { "x-writer-only"?: boolean }>>)
+      .filter(([, ops]) => ops.post?.["x-writer-only"])
+      .map(([p]) => p);
+    expect(marked).toContain("/v1/assert");
+    expect(marked).not.toContain("/v1/query");
+    expect(new Set(marked)).toEqual(WRITE_PATHS);
   });
 
   it("GET /metrics exposes writes, events, subscriptions, parked polls and request latency", async () => {
