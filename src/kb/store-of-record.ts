@@ -28,6 +28,39 @@ export interface StoreMeta {
   headSeq: number;
 }
 
+/** One answered keyed write (see the `idempotency` table in schema.ts). */
+export interface IdempotencyRow {
+  caller: string;
+  key: string;
+  requestSha256: string;
+  status: number;
+  answer: string;
+  seq: number;
+  /** When the first answer was made (epoch ms); the key is honoured for the retention after it. */
+  createdAt: number;
+}
+
+/** An `idempotency` row as either database returns it. */
+export interface IdempotencyDbRow {
+  caller: string;
+  key: string;
+  request_sha256: string;
+  status: number;
+  answer: string;
+  seq: number;
+  created_at: number;
+}
+
+export const idempotencyRow = (r: IdempotencyDbRow): IdempotencyRow => ({
+  caller: r.caller,
+  key: r.key,
+  requestSha256: r.request_sha256,
+  status: r.status,
+  answer: r.answer,
+  seq: r.seq,
+  createdAt: r.created_at,
+});
+
 /** A stored agent principal: its id and the hex sha256 of its token. */
 export interface PrincipalRow {
   id: string;
@@ -46,6 +79,8 @@ export interface StoreOfRecord {
 
   /** Open the turn's group if none is open; it commits on a later macrotask. Throws once failed. */
   begin(): void;
+  /** The serial of the group rows join now (grows by one at each `begin` that opens a group). */
+  readonly groupSerial: number;
   insertSentex(r: StoredRow): void;
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void;
   deleteSentex(handle: number, reason: string, seq: number): void;
@@ -54,6 +89,12 @@ export interface StoreOfRecord {
   /** The event of `seq`, and `write`: the write's input as applied (a follower replays it; see Cluster). */
   insertEvent(seq: number, body: string, write: string): void;
   pruneEvents(uptoSeq: number): void;
+  /** Record a keyed write's answer in the open group (replacing an expired row of the same key). */
+  insertIdempotency(row: IdempotencyRow): void;
+  /** Drop, in the open group, every key made before `beforeMs` (epoch ms). */
+  pruneIdempotency(beforeMs: number): void;
+  /** The committed keys made at or after `sinceMs`, oldest first. */
+  idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]>;
   /** Run `fn` once the open group is committed (before its writers are answered); at once if none is open. */
   onCommit(fn: () => void): void;
   /** Resolves once everything written so far is committed (durably, per mode). */
