@@ -50,8 +50,8 @@ export class IdempotencyKeys {
   private readonly answered = new Map<string, IdempotencyRow>();
   /** Keys whose first request is running: a retry waits for it. */
   private readonly pending = new Map<string, Promise<IdempotencyRow>>();
-  /** The epoch the keys were loaded under; a promoted follower (a new epoch) loads again. */
-  private loaded: { epoch: number; done: Promise<void> } | undefined;
+  /** The keys' one read from the table (retried after a failed read). */
+  private loaded: Promise<void> | undefined;
   /** The table may hold keys past the retention that memory never held (read at load). */
   private tableMayHoldExpired = true;
 
@@ -64,22 +64,20 @@ export class IdempotencyKeys {
   }
 
   /**
-   * Read the keys still within the retention from the table, once per epoch: at open (the
-   * SQLite daemon, an elected writer) and, on a follower promoted since, before its first
-   * keyed write (it replayed writes, not keys; the old writer's keys are all committed,
-   * since its commits are fenced by the lease we now hold).
+   * Read the keys still within the retention from the table, once, as the writer: at open
+   * (the SQLite daemon, an elected writer) or, on a follower (which replays writes, not
+   * keys), at its first keyed request once promoted: a follower redirects every write, so
+   * that request comes after it caught up and took the lease, and every key of the old
+   * writer is committed by then (its commits are fenced by the lease we now hold).
    */
   load(): Promise<void> {
-    const epoch = this.kb.store.cluster?.epoch ?? 0;
-    if (this.loaded?.epoch === epoch) return this.loaded.done;
+    if (this.loaded) return this.loaded;
     const done = this.kb.store.idempotencyKeys(this.now() - this.ttlMs).then((rows) => {
-      this.answered.clear();
       for (const r of rows) this.answered.set(idOf(r.caller, r.key), r);
-      this.tableMayHoldExpired = true;
     });
-    this.loaded = { epoch, done };
+    this.loaded = done;
     done.catch(() => {
-      if (this.loaded?.done === done) this.loaded = undefined; // the next keyed request reads again
+      if (this.loaded === done) this.loaded = undefined; // the next keyed request reads again
     });
     return done;
   }
