@@ -11,9 +11,10 @@
  * a Host that is not a bound loopback name), shutting-down (503), cross-origin (403),
  * unauthorized (401), forbidden (403, admin routes), body-too-large (413, from
  * Content-Length, before the body is read), not-json (415). The body is then decoded as
- * strict UTF-8 (400 bad-encoding), parsed, checked against the route's schema (400
- * bad-request), its entries counted (413 edit-too-large) and its names and atoms measured
- * (400 too-long). Refusals made before a route runs (a malformed URL or request line,
+ * strict UTF-8 (400 bad-encoding) and parsed; a writing route's Idempotency-Key is checked
+ * (400 bad-idempotency-key; idempotency.ts); the body is checked against the route's schema
+ * (400 bad-request), its entries counted (413 edit-too-large) and its names and atoms
+ * measured (400 too-long). Refusals made before a route runs (a malformed URL or request line,
  * headers over Node's limit, a request not complete within requestTimeoutMs) are answered
  * in the same `{ok: false, type, error}` shape.
  */
