@@ -31,7 +31,7 @@ import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { migrationProvider, type Schema } from "./schema.js";
-import { idempotencyRow, type IdempotencyDbRow, type IdempotencyRow } from "./store-of-record.js";
+import { idempotencyRow, type IdempotencyRow } from "./store-of-record.js";
 import { NotWriterError, type Cluster, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
@@ -290,7 +290,7 @@ export class PgStore implements StoreOfRecord, Cluster {
   /** Read from the table: a writer at open, and a promoted follower once it writes (it replays no keys). */
   async idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]> {
     const rows = await this.kysely.selectFrom("idempotency").selectAll().where("created_at", ">=", sinceMs).orderBy("created_at").execute();
-    return rows.map((r: IdempotencyDbRow) => idempotencyRow(r));
+    return rows.map(idempotencyRow);
   }
 
   onCommit(fn: () => void): void {

@@ -44,7 +44,7 @@ interface PrincipalTable {
  * One answered keyed write (an `Idempotency-Key`): written in the same group transaction as
  * the write, so the key is durable exactly when the write is (docs/daemon.md D18).
  */
-interface IdempotencyTable {
+export interface IdempotencyTable {
   caller: string;
   key: string;
   /** hex sha256 of the request's method, path and body: a retry with another is refused. */

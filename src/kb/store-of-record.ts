@@ -18,6 +18,7 @@
  */
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
+import type { IdempotencyTable } from "./schema.js";
 
 export type Durability = "full" | "normal";
 
@@ -40,18 +41,8 @@ export interface IdempotencyRow {
   createdAt: number;
 }
 
-/** An `idempotency` row as either database returns it. */
-export interface IdempotencyDbRow {
-  caller: string;
-  key: string;
-  request_sha256: string;
-  status: number;
-  answer: string;
-  seq: number;
-  created_at: number;
-}
-
-export const idempotencyRow = (r: IdempotencyDbRow): IdempotencyRow => ({
+/** An `idempotency` table row (as either database returns it) in the seam's shape. */
+export const idempotencyRow = (r: IdempotencyTable): IdempotencyRow => ({
   caller: r.caller,
   key: r.key,
   requestSha256: r.request_sha256,

@@ -22,8 +22,8 @@ import Database from "better-sqlite3";
 import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
-import { migrationProvider, type Schema } from "./schema.js";
-import { idempotencyRow, type Durability, type IdempotencyDbRow, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
+import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
+import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
 
@@ -311,7 +311,7 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   async idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]> {
-    return (this.stmts.idempotencyKeys!.all(sinceMs) as IdempotencyDbRow[]).map(idempotencyRow);
+    return (this.stmts.idempotencyKeys!.all(sinceMs) as IdempotencyTable[]).map(idempotencyRow);
   }
 
   tombstone(handle: number): { reason: string; seq: number } | undefined {
