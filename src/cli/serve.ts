@@ -67,6 +67,7 @@ interface ServeOptions {
   requestTimeoutMs: number;
   maxEditEntries: number;
   maxAtomBytes: number;
+  idempotencyTtlMs: number;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -107,6 +108,7 @@ export function registerServeCommand(program: Command): void {
     .option("--request-timeout-ms <ms>", "a request's headers and body must arrive within this (408 request-timeout past it)", positive, DEFAULT_DAEMON_LIMITS.requestTimeoutMs)
     .option("--max-edit-entries <n>", "most adds + removes in one edit (413 edit-too-large past it)", positive, DEFAULT_DAEMON_LIMITS.maxEditEntries)
     .option("--max-atom-bytes <n>", "longest atom in a sentence and longest context or other name, in UTF-8 bytes (400 too-long past it)", positive, DEFAULT_DAEMON_LIMITS.maxAtomBytes)
+    .option("--idempotency-ttl-ms <ms>", "how long a write's Idempotency-Key is honoured (and kept) after its first answer; an older key is a new write", positive, DEFAULT_DAEMON_LIMITS.idempotencyTtlMs)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
       if (!isLoopbackBind(o.listen) && !adminToken) {
@@ -145,6 +147,7 @@ export function registerServeCommand(program: Command): void {
           requestTimeoutMs: o.requestTimeoutMs,
           maxEditEntries: o.maxEditEntries,
           maxAtomBytes: o.maxAtomBytes,
+          idempotencyTtlMs: o.idempotencyTtlMs,
         },
         mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });

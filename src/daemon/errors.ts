@@ -32,6 +32,8 @@ type DaemonErrorType =
   | "too-many-sessions"
   | "not-writer"
   | "no-writer"
+  | "bad-idempotency-key"
+  | "idempotency-key-reused"
   | "internal-error";
 
 export type WireErrorType = KbErrorType | FeedErrorType | DaemonErrorType;
@@ -60,6 +62,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "unknown-subscription": 400,
   "bad-cursor": 400,
   "bad-request": 400,
+  // An Idempotency-Key that is not 1..255 printable ASCII characters, or one sent to POST /v1/agents (its answer is a secret never stored).
+  "bad-idempotency-key": 400,
   // A body that is not valid UTF-8 (refused, never stored with U+FFFD in place of the bad bytes).
   "bad-encoding": 400,
   // An atom or a context (or other) name over --max-atom-bytes.
@@ -69,6 +73,8 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "unknown-handle": 404,
   // A read over a named work bound (maxQuerySteps, maxResults, maxReadMs): narrow it.
   "too-costly": 422,
+  // An Idempotency-Key this caller already used for another request (method, path or body differ).
+  "idempotency-key-reused": 422,
   // Not in wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
   claimed: 409,
   // A write sent to a follower: the answer's Location is the same path on the writer (docs/cluster.md).

@@ -58,6 +58,8 @@ export interface RouteDef {
    * a read may write, and a follower redirects it to the writer before it runs.
    */
   everyNode?: boolean;
+  /** The answer holds a secret (a fresh token): it is never stored, so the route takes no `Idempotency-Key`. */
+  secretAnswer?: boolean;
   handler(ctx: HandlerContext<any, any, any>): unknown;
 }
 
@@ -77,6 +79,7 @@ interface RouteSpec<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodTyp
   query?: Q;
   answer: A;
   everyNode?: boolean;
+  secretAnswer?: boolean;
   handler(ctx: HandlerContext<z.output<B>, z.output<P>, z.output<Q>>): R;
 }
 
@@ -302,6 +305,7 @@ export function routes(d: RouteDeps): RouteDef[] {
       url: "/v1/agents",
       summary: "Register an agent (admin): registry facts and a fresh token (re-registering rotates it)",
       access: "admin",
+      secretAnswer: true,
       body: s.agentsBody,
       answer: s.agentsAnswer,
       async handler({ body }) {

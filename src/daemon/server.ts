@@ -11,9 +11,10 @@
  * a Host that is not a bound loopback name), shutting-down (503), cross-origin (403),
  * unauthorized (401), forbidden (403, admin routes), body-too-large (413, from
  * Content-Length, before the body is read), not-json (415). The body is then decoded as
- * strict UTF-8 (400 bad-encoding), parsed, checked against the route's schema (400
- * bad-request), its entries counted (413 edit-too-large) and its names and atoms measured
- * (400 too-long). Refusals made before a route runs (a malformed URL or request line,
+ * strict UTF-8 (400 bad-encoding) and parsed; a writing route's Idempotency-Key is checked
+ * (400 bad-idempotency-key; idempotency.ts); the body is checked against the route's schema
+ * (400 bad-request), its entries counted (413 edit-too-large) and its names and atoms
+ * measured (400 too-long). Refusals made before a route runs (a malformed URL or request line,
  * headers over Node's limit, a request not complete within requestTimeoutMs) are answered
  * in the same `{ok: false, type, error}` shape.
  */
@@ -33,6 +34,7 @@ import { openApiDocument } from "./openapi.js";
 import { packageVersion } from "./package.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
+import { IdempotencyKeys, IDEMPOTENCY_HEADER, idempotencyKey, requestSha256 } from "./idempotency.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
 export interface DaemonLimits {
@@ -48,6 +50,8 @@ export interface DaemonLimits {
   maxEditEntries: number;
   /** Longest atom in a sentence, and longest name (context, agent id, token...) in a request, in UTF-8 bytes; longer is 400 `too-long`. */
   maxAtomBytes: number;
+  /** How long an `Idempotency-Key`'s answer is honoured (and kept) after it was first given. */
+  idempotencyTtlMs: number;
 }
 
 export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
@@ -57,6 +61,7 @@ export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
   requestTimeoutMs: 30_000,
   maxEditEntries: 10_000,
   maxAtomBytes: 65_536,
+  idempotencyTtlMs: 24 * 60 * 60 * 1000,
 };
 
 /** Body fields that hold a sentence (measured atom by atom); every other string field is a name, measured whole. */
@@ -188,6 +193,8 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     log.fatal({ reason: f.reason, err: f.error }, "the store failed: refusing work and stopping");
     hub.shutdown();
   });
+  const keys = new IdempotencyKeys(kb, limits.idempotencyTtlMs, opts.now ?? Date.now);
+  if (kb.role === "writer") await keys.load(); // a follower loads them once promoted (docs/daemon.md D18)
   const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
 
   app.addHook("onRequest", async (req, reply) => {
@@ -241,6 +248,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       url: def.url,
       config: { access: def.access, writerOnly: writerOnly(def) },
       handler: async (request, reply) => {
+        const key = writerOnly(def) ? idempotencyKey(request.headers[IDEMPOTENCY_HEADER], def.secretAnswer === true) : undefined;
         const body = def.body ? parseOr400(def.body, request.body, "body") : undefined;
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
         const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
@@ -248,6 +256,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         checkLengths(body, limits.maxAtomBytes, kb.engine.limits);
         checkLengths(query, limits.maxAtomBytes, kb.engine.limits);
         const ctx = { body, params, query, principal: request.principal, request, reply };
+        if (key !== undefined) return keys.answer(reply, request.principal.id, key, requestSha256(request.method, request.url, request.body), async () => def.handler(ctx));
         const out = def.read ? await readAt(kb, () => def.handler(ctx)) : await def.handler(ctx);
         if (reply.sent) return reply;
         return reply.send({ ok: true, ...(out as object) });

@@ -23,6 +23,7 @@
  * the next open.
  */
 import { mkdirSync } from "node:fs";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
 import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded, type PreparedAdd, type WrittenAdd } from "./engine.js";
@@ -151,6 +152,15 @@ interface WriteInput {
   remove: number[];
 }
 
+/**
+ * The writes of one `atomically` call: they wait for no commit of their own (the call waits
+ * once, after its seal joined their group); `group` is the store group the first of them
+ * joined, which the seal must join too.
+ */
+interface WriteScope {
+  group: number | undefined;
+}
+
 /** The engine's clock, held still for the length of one write so a replay reads the same time. */
 class WriteClock {
   private pinned: number | undefined;
@@ -181,6 +191,7 @@ export class Kb {
   private published: number;
   private writesSinceprune = 0;
   private readonly clock: WriteClock;
+  private readonly scopes = new AsyncLocalStorage<WriteScope>();
 
   private constructor(engine: Engine, clock: WriteClock, store: StoreOfRecord, opts: KbOptions) {
     this.clock = clock;
@@ -277,7 +288,7 @@ export class Kb {
     const outcome = this.write([prepared], []);
     const handle = outcome.addedHandles[0]!;
     const node = this.engine.index.byHandle.get(handle);
-    await this.durable();
+    await this.writeDurable();
     const result: AssertResult = { handle, seq: outcome.seq ?? node?.seq ?? this.appliedSeq, created: outcome.createdFlags[0]! };
     if (outcome.bounded) result.bounded = outcome.bounded;
     return result;
@@ -289,7 +300,7 @@ export class Kb {
     if (!Number.isSafeInteger(handle) || handle < 1) throw new KbError("bad-request", `a handle is a positive integer, got ${JSON.stringify(handle)}`);
     if (!this.engine.index.byHandle.has(handle)) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
     const outcome = this.write([], [handle]);
-    await this.durable();
+    await this.writeDurable();
     return { seq: outcome.seq ?? this.appliedSeq, removed: outcome.removedHandles };
   }
 
@@ -308,10 +319,52 @@ export class Kb {
     const { problems, prepared } = this.engine.checkEdit(batch.add ?? [], batch.remove ?? []);
     if (problems.length) throw new KbError("inadmissible", `the batch has ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was stored`, { problems });
     const outcome = this.write(prepared, batch.remove ?? []);
-    await this.durable();
+    await this.writeDurable();
     const result: EditResult = { seq: outcome.seq ?? this.appliedSeq, added: outcome.addedHandles, removed: outcome.removedHandles };
     if (outcome.bounded) result.bounded = outcome.bounded;
     return result;
+  }
+
+  /**
+   * Run `fn` (which writes through this KB) and then `seal` (which adds rows of its own to
+   * the store's open group, from `fn`'s answer) so that the rows of every write `fn` made and
+   * the seal's rows commit in ONE group transaction: durable together or not at all. The
+   * writes inside `fn` do not wait for their commit (memory is applied at once, and `fn` must
+   * not await anything but this KB's writes); the call waits once, after the seal, and
+   * answers only once that group is durable. When `fn` throws, what it wrote is still waited
+   * for (answered after commit, as any write) and its error rethrown; nothing is sealed.
+   *
+   *   const out = await kb.atomically(() => kb.assert("(dog Rex)", "CxPets"), (r) => store.insertIdempotency(row(r)));
+   */
+  async atomically<T>(fn: () => Promise<T>, seal: (value: T) => void): Promise<T> {
+    const scope: WriteScope = { group: undefined };
+    let value: T;
+    try {
+      value = await this.scopes.run(scope, fn);
+    } catch (e) {
+      if (scope.group !== undefined) await this.durable();
+      throw e;
+    }
+    this.checkOpen();
+    this.store.begin();
+    try {
+      if (scope.group !== undefined && scope.group !== this.store.groupSerial) {
+        throw new Error(`invariant: the writes of an atomic call went into group ${scope.group}, its seal into ${this.store.groupSerial} (fn awaited more than this KB's writes)`);
+      }
+      seal(value);
+    } catch (e) {
+      this.fail(e);
+      throw this.unavailable();
+    }
+    await this.durable();
+    return value;
+  }
+
+  /** A write's wait for its commit; inside `atomically`, deferred to the call's one wait. */
+  private async writeDurable(): Promise<void> {
+    const scope = this.scopes.getStore();
+    if (!scope) return this.durable();
+    scope.group ??= this.store.groupSerial;
   }
 
   /** Resolves once every write so far is durable; a store failure stops the KB (K12). */

@@ -32,7 +32,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
-import { NotWriterError, type Cluster, type ClusterMember, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
+import { idempotencyRow, NotWriterError, type Cluster, type ClusterMember, type IdempotencyRow, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
 export interface PgLimits {
@@ -95,7 +95,9 @@ type Op =
   | { k: "update"; handle: number; premise: number; creator: string | null; createdAt: number }
   | { k: "delete"; handle: number; reason: string; seq: number }
   | { k: "event"; seq: number; body: string; write: string }
-  | { k: "prune"; upto: number };
+  | { k: "prune"; upto: number }
+  | { k: "idempotency"; r: IdempotencyRow }
+  | { k: "pruneIdempotency"; before: number };
 
 interface Group {
   ops: Op[];
@@ -150,6 +152,8 @@ export class PgStore implements StoreOfRecord, Cluster {
   /** The counters of the last replayed write (checked against the database on promotion). */
   private replayedMeta: StoreMeta | undefined;
   commits = 0;
+  /** The serial of the open group (see StoreOfRecord). */
+  groupSerial = 0;
   onFailure: ((e: unknown) => void) | undefined;
   private failed: unknown;
   private open: Group | undefined;
@@ -247,6 +251,7 @@ export class PgStore implements StoreOfRecord, Cluster {
     if (this.open) return;
     if (this.role !== "writer") throw new NotWriterError(this.writerUrl, this.retryAfterMs);
     this.open = newGroup();
+    this.groupSerial++;
     setImmediate(() => this.closeGroup());
   }
 
@@ -277,6 +282,20 @@ export class PgStore implements StoreOfRecord, Cluster {
 
   pruneEvents(uptoSeq: number): void {
     this.group().ops.push({ k: "prune", upto: uptoSeq });
+  }
+
+  insertIdempotency(r: IdempotencyRow): void {
+    this.group().ops.push({ k: "idempotency", r: { ...r } });
+  }
+
+  pruneIdempotency(beforeMs: number): void {
+    this.group().ops.push({ k: "pruneIdempotency", before: beforeMs });
+  }
+
+  /** Read from the table: a writer at open, and a promoted follower once it writes (it replays no keys). */
+  async idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]> {
+    const rows = await this.kysely.selectFrom("idempotency").selectAll().where("created_at", ">=", sinceMs).orderBy("created_at").execute();
+    return rows.map(idempotencyRow);
   }
 
   onCommit(fn: () => void): void {
@@ -672,6 +691,15 @@ async function runOp(c: pg.PoolClient, op: Op): Promise<void> {
       return;
     case "prune":
       await c.query("delete from event where seq <= $1", [op.upto]);
+      return;
+    case "idempotency":
+      await c.query(
+        "insert into idempotency (caller, key, request_sha256, status, answer, seq, created_at) values ($1, $2, $3, $4, $5, $6, $7) on conflict (caller, key) do update set request_sha256 = excluded.request_sha256, status = excluded.status, answer = excluded.answer, seq = excluded.seq, created_at = excluded.created_at",
+        [op.r.caller, op.r.key, op.r.requestSha256, op.r.status, op.r.answer, op.r.seq, op.r.createdAt],
+      );
+      return;
+    case "pruneIdempotency":
+      await c.query("delete from idempotency where created_at < $1", [op.before]);
       return;
   }
 }

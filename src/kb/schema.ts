@@ -41,6 +41,21 @@ interface PrincipalTable {
   token_sha256: string;
   created_at: Generated<number>;
 }
+/**
+ * One answered keyed write (an `Idempotency-Key`): written in the same group transaction as
+ * the write, so the key is durable exactly when the write is (docs/daemon.md D18).
+ */
+export interface IdempotencyTable {
+  caller: string;
+  key: string;
+  /** hex sha256 of the request's method, path and body: a retry with another is refused. */
+  request_sha256: string;
+  status: number;
+  /** The answer's body, byte for byte as first sent. */
+  answer: string;
+  seq: number;
+  created_at: number;
+}
 /** The writer's lease (PostgreSQL): one row, `name` = 'writer'. */
 interface LeaseTable {
   name: string;
@@ -69,6 +84,7 @@ export interface Schema {
   principal: PrincipalTable;
   lease: LeaseTable;
   member: MemberTable;
+  idempotency: IdempotencyTable;
 }
 
 function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -141,6 +157,22 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
           },
         }
       : {}),
+    "005-idempotency-keys": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("idempotency")
+          .addColumn("caller", "text", (c) => c.notNull())
+          .addColumn("key", "text", (c) => c.notNull())
+          .addColumn("request_sha256", "text", (c) => c.notNull())
+          .addColumn("status", "integer", (c) => c.notNull())
+          .addColumn("answer", "text", (c) => c.notNull())
+          .addColumn("seq", int, (c) => c.notNull())
+          .addColumn("created_at", int, (c) => c.notNull())
+          .addPrimaryKeyConstraint("idempotency_pk", ["caller", "key"])
+          .execute();
+        await db.schema.createIndex("idempotency_created_at").on("idempotency").column("created_at").execute();
+      },
+    },
   };
 }
 

@@ -18,6 +18,7 @@
  */
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
+import type { IdempotencyTable } from "./schema.js";
 
 export type Durability = "full" | "normal";
 
@@ -27,6 +28,29 @@ export interface StoreMeta {
   nextHandle: number;
   headSeq: number;
 }
+
+/** One answered keyed write (see the `idempotency` table in schema.ts). */
+export interface IdempotencyRow {
+  caller: string;
+  key: string;
+  requestSha256: string;
+  status: number;
+  answer: string;
+  seq: number;
+  /** When the first answer was made (epoch ms); the key is honoured for the retention after it. */
+  createdAt: number;
+}
+
+/** An `idempotency` table row (as either database returns it) in the seam's shape. */
+export const idempotencyRow = (r: IdempotencyTable): IdempotencyRow => ({
+  caller: r.caller,
+  key: r.key,
+  requestSha256: r.request_sha256,
+  status: r.status,
+  answer: r.answer,
+  seq: r.seq,
+  createdAt: r.created_at,
+});
 
 /** A stored agent principal: its id and the hex sha256 of its token. */
 export interface PrincipalRow {
@@ -46,6 +70,8 @@ export interface StoreOfRecord {
 
   /** Open the turn's group if none is open; it commits on a later macrotask. Throws once failed. */
   begin(): void;
+  /** The serial of the group rows join now (grows by one at each `begin` that opens a group). */
+  readonly groupSerial: number;
   insertSentex(r: StoredRow): void;
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void;
   deleteSentex(handle: number, reason: string, seq: number): void;
@@ -54,6 +80,12 @@ export interface StoreOfRecord {
   /** The event of `seq`, and `write`: the write's input as applied (a follower replays it; see Cluster). */
   insertEvent(seq: number, body: string, write: string): void;
   pruneEvents(uptoSeq: number): void;
+  /** Record a keyed write's answer in the open group (replacing an expired row of the same key). */
+  insertIdempotency(row: IdempotencyRow): void;
+  /** Drop, in the open group, every key made before `beforeMs` (epoch ms). */
+  pruneIdempotency(beforeMs: number): void;
+  /** The committed keys made at or after `sinceMs`, oldest first. */
+  idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]>;
   /** Run `fn` once the open group is committed (before its writers are answered); at once if none is open. */
   onCommit(fn: () => void): void;
   /** Resolves once everything written so far is committed (durably, per mode). */

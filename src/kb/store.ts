@@ -22,8 +22,8 @@ import Database from "better-sqlite3";
 import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
-import { migrationProvider, type Schema } from "./schema.js";
-import type { Durability, PrincipalRow, RawRow, StoreMeta, StoreOfRecord } from "./store-of-record.js";
+import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
+import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
 
@@ -53,6 +53,7 @@ export class SqliteStore implements StoreOfRecord {
   private readonly kysely: Kysely<Schema>;
   private readonly stmts: Record<string, Database.Statement>;
   private inTx = false;
+  groupSerial = 0;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private afterCommit: (() => void)[] = [];
   private failed: unknown;
@@ -108,6 +109,25 @@ export class SqliteStore implements StoreOfRecord {
           .compile(),
       ),
       meta: prep(k.selectFrom("meta").select(["key", "value"]).compile()),
+      putIdempotency: prep(
+        k
+          .insertInto("idempotency")
+          .values({ caller: "", key: "", request_sha256: "", status: 0, answer: "", seq: 0, created_at: 0 })
+          .onConflict((oc) =>
+            oc.columns(["caller", "key"]).doUpdateSet((eb) => ({
+              request_sha256: eb.ref("excluded.request_sha256"),
+              status: eb.ref("excluded.status"),
+              answer: eb.ref("excluded.answer"),
+              seq: eb.ref("excluded.seq"),
+              created_at: eb.ref("excluded.created_at"),
+            })),
+          )
+          .compile(),
+      ),
+      pruneIdempotency: prep(k.deleteFrom("idempotency").where("created_at", "<", 0).compile()),
+      idempotencyKeys: prep(
+        k.selectFrom("idempotency").select(["caller", "key", "request_sha256", "status", "answer", "seq", "created_at"]).where("created_at", ">=", 0).orderBy("created_at").compile(),
+      ),
     };
     const rows = this.stmts.meta!.all() as { key: string; value: number }[];
     const get = (key: string) => rows.find((r) => r.key === key)?.value ?? 0;
@@ -146,6 +166,7 @@ export class SqliteStore implements StoreOfRecord {
     if (this.inTx) return;
     this.stmts.begin!.run(); // the daemon is the only writer: a deferred BEGIN takes the lock at the first insert
     this.inTx = true;
+    this.groupSerial++;
     setImmediate(() => this.commit());
   }
 
@@ -279,6 +300,18 @@ export class SqliteStore implements StoreOfRecord {
 
   pruneEvents(uptoSeq: number): void {
     this.stmts.pruneEvents!.run(uptoSeq);
+  }
+
+  insertIdempotency(r: IdempotencyRow): void {
+    this.stmts.putIdempotency!.run(r.caller, r.key, r.requestSha256, r.status, r.answer, r.seq, r.createdAt);
+  }
+
+  pruneIdempotency(beforeMs: number): void {
+    this.stmts.pruneIdempotency!.run(beforeMs);
+  }
+
+  async idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]> {
+    return (this.stmts.idempotencyKeys!.all(sinceMs) as IdempotencyTable[]).map(idempotencyRow);
   }
 
   tombstone(handle: number): { reason: string; seq: number } | undefined {
