@@ -89,7 +89,15 @@ async function healthUntil(url: string, ok: (h: Health) => boolean, ms: number, 
   }
 }
 
-const pgDaemon = (url: string, extra: string[] = []): Promise<Proc> => startDaemon({ extra: ["--store", url, "--quiet", ...extra] });
+const pgDaemon = (url: string): Promise<Proc> => startDaemon({ extra: ["--store", url, "--quiet"] });
+
+/** A daemon on the database at `url`, added to `procs` (the caller stops them), once /health says it is the `role`. */
+async function pgNode(url: string, role: "writer" | "follower", procs: Proc[]): Promise<Proc> {
+  const p = await pgDaemon(url);
+  procs.push(p);
+  await healthUntil(p.url, (h) => h.role === role, 30_000, `the ${role}`);
+  return p;
+}
 
 async function assertMarked(pool: Pool, marker: number): Promise<void> {
   const r = await pool.request({ path: "/v1/assert", method: "POST", headers: json, body: JSON.stringify({ sentence: markedSentence(marker), context: "CxBench" }) });
@@ -197,12 +205,8 @@ async function followerLag(suite: Suite): Promise<void> {
   const procs: Proc[] = [];
   let stream: Awaited<ReturnType<typeof request>> | undefined;
   try {
-    const writer = await pgDaemon(db.url);
-    procs.push(writer);
-    await healthUntil(writer.url, (h) => h.role === "writer", 30_000, "the writer");
-    const follower = await pgDaemon(db.url);
-    procs.push(follower);
-    await healthUntil(follower.url, (h) => h.role === "follower", 30_000, "a follower");
+    const writer = await pgNode(db.url, "writer", procs);
+    const follower = await pgNode(db.url, "follower", procs);
     const w = await request(`${follower.url}/v1/watch`, { method: "POST", headers: json, body: JSON.stringify({ goal: "(lat ?m)", context: "CxBench" }) });
     const watch = (await w.body.json()) as { token: string; cursor: number };
     if (w.statusCode !== 200) throw new Error(`watch on the follower answered ${w.statusCode}: ${JSON.stringify(watch)}`);
@@ -244,9 +248,7 @@ async function catchUp(suite: Suite): Promise<void> {
   const db = await startPostgres("catchup");
   const procs: Proc[] = [];
   try {
-    const writer = await pgDaemon(db.url);
-    procs.push(writer);
-    await healthUntil(writer.url, (h) => h.role === "writer", 30_000, "the writer");
+    const writer = await pgNode(db.url, "writer", procs);
     const pool = new Pool(writer.url, { connections: 1 });
     const t = nowNs();
     for (let b = 0; b < CATCHUP_N; b += EDIT_ENTRIES) {
@@ -295,12 +297,8 @@ async function failoverOnce(run: number): Promise<number> {
   const db = await startPostgres(`failover${run}`);
   const procs: Proc[] = [];
   try {
-    const a = await pgDaemon(db.url);
-    procs.push(a);
-    await healthUntil(a.url, (h) => h.role === "writer", 30_000, "the writer");
-    const b = await pgDaemon(db.url);
-    procs.push(b);
-    await healthUntil(b.url, (h) => h.role === "follower", 30_000, "a follower");
+    const a = await pgNode(db.url, "writer", procs);
+    const b = await pgNode(db.url, "follower", procs);
     const pool = new Pool(a.url, { connections: 1 });
     for (let i = 0; i < 20; i++) await assertMarked(pool, nextMarker++);
     await pool.close();
