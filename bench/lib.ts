@@ -93,3 +93,39 @@ export function rss(): number {
   gc();
   return process.memoryUsage().rss;
 }
+
+export interface LoopResult {
+  /** Operations completed (each answered). */
+  ops: number;
+  /** ops / seconds, the seconds from the first start to the last answer. */
+  rps: number;
+  /** Round trip of one operation, ms. */
+  p50: number;
+  p99: number;
+  seconds: number;
+}
+
+/**
+ * `clients` workers in this process, each running `op` in a closed loop (the next only once
+ * the previous answered) until `ms` have passed; every operation's round trip is timed on
+ * one clock. A figure and its baseline are driven by this same loop, so they differ only in
+ * what `op` does. `op` gets the worker's index and must throw when its answer is a failure.
+ */
+export async function closedLoop(clients: number, ms: number, op: (client: number) => Promise<void>): Promise<LoopResult> {
+  if (!(Number.isInteger(clients) && clients > 0 && ms > 0)) throw new Error(`invariant: closedLoop needs clients >= 1 and ms > 0, got ${clients}, ${ms}`);
+  const lat: number[] = [];
+  const t = nowNs();
+  const deadline = t + BigInt(Math.round(ms * 1e6));
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      while (nowNs() < deadline) {
+        const s = nowNs();
+        await op(c);
+        lat.push(Number(nowNs() - s) / 1e6);
+      }
+    }),
+  );
+  const seconds = elapsedMs(t) / 1000;
+  lat.sort((a, b) => a - b);
+  return { ops: lat.length, rps: lat.length / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), seconds };
+}

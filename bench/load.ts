@@ -17,6 +17,7 @@ import { Suite, nowNs, elapsedMs, percentile } from "./lib.js";
 import { startDaemon } from "./procs.js";
 import { subscriberProcess, epochNow, waitFor, delivered, sleep, type Subscribers, type Delivered } from "./delivery.js";
 import { summarize, printSummary } from "./cpuprofile.js";
+import { markedSentence } from "./sse.js";
 
 const SECONDS = 20;
 const WRITERS = 8;
@@ -32,7 +33,8 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
-function vmRssBytes(pid: number): number {
+/** Resident memory (VmRSS, bytes) of process `pid`, from /proc. */
+export function vmRssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(m[1]) * 1024;
@@ -63,7 +65,7 @@ async function loadRun(processes: number, perProcess: number, opts: { node?: str
       const i = next++;
       const t = nowNs();
       if (timed) sentAt.set(i, epochNow());
-      const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: `(lat M${i})`, context: "CxBench" }) });
+      const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: markedSentence(i), context: "CxBench" }) });
       const text = await r.body.text();
       if (r.statusCode !== 200) throw new Error(`assert answered ${r.statusCode}: ${text}`);
       if (timed) acks.push(Number(nowNs() - t) / 1e6);

@@ -35,6 +35,11 @@ async function spawnServer(args: string[], re: RegExp, cleanup?: () => void): Pr
     child,
     stop: () =>
       new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          // Already gone (a bench that SIGKILLed it): only the cleanup is left.
+          cleanup?.();
+          return resolve();
+        }
         child.once("exit", () => {
           cleanup?.();
           resolve();
@@ -44,11 +49,14 @@ async function spawnServer(args: string[], re: RegExp, cleanup?: () => void): Pr
   };
 }
 
-/** The daemon as `koinii serve` runs it; `node` adds flags for node itself (e.g. `--cpu-prof`). */
-export async function startDaemon(opts: { durability: "full" | "normal"; extra?: string[]; node?: string[] }): Promise<Proc> {
+/**
+ * The daemon as `koinii serve` runs it; `node` adds flags for node itself (e.g. `--cpu-prof`).
+ * Without `durability` the daemon runs at serve's default.
+ */
+export async function startDaemon(opts: { durability?: "full" | "normal"; extra?: string[]; node?: string[] }): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), "koinii-bench-daemon-"));
   return spawnServer(
-    [...(opts.node ?? []), "dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, "--durability", opts.durability, ...(opts.extra ?? [])],
+    [...(opts.node ?? []), "dist/src/cli/main.js", "serve", "--port", "0", "--data", dir, ...(opts.durability ? ["--durability", opts.durability] : []), ...(opts.extra ?? [])],
     /koinii listening on (http:\/\/[^\s]+)/,
     () => rmSync(dir, { recursive: true, force: true }),
   );
@@ -60,20 +68,23 @@ export const startBaseline = (mode: "bare" | "sqlite-full" | "sqlite-normal"): P
 /**
  * A fresh database on the provisioned PostgreSQL cluster (scripts/provision.sh postgres, the
  * same cluster the tests use; installed or started if need be, else the bench stops with the
- * line naming what to run), dropped again by stop().
+ * line naming what to run), dropped again by stop(). `name` tells apart several databases
+ * of one bench process; `url` is the database's connection string.
  */
-export async function startPostgres(): Promise<{ config: pg.ClientConfig; stop(): Promise<void> }> {
+export async function startPostgres(name = ""): Promise<{ config: pg.ClientConfig; url: string; stop(): Promise<void> }> {
   const r = spawnSync("bash", ["scripts/provision.sh", "postgres"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
   const url = /^KOINII_TEST_PG_URL=(.*)$/m.exec(r.stdout ?? "")?.[1];
   if (r.status !== 0 || !url) throw new Error(`scripts/provision.sh postgres failed (exit ${r.status ?? r.signal})`);
-  const db = `koinii_bench_${process.pid}`;
+  if (!/^[a-z0-9_]*$/.test(name)) throw new Error(`invariant: a database name part is [a-z0-9_], got ${JSON.stringify(name)}`);
+  const db = `koinii_bench_${process.pid}${name ? `_${name}` : ""}`;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${db}`);
   await admin.query(`CREATE DATABASE ${db}`);
-  const config = { connectionString: url.replace(/\/[^/]*$/, `/${db}`) };
+  const dbUrl = url.replace(/\/[^/]*$/, `/${db}`);
   return {
-    config,
+    config: { connectionString: dbUrl },
+    url: dbUrl,
     stop: async () => {
       try {
         await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);

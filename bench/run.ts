@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<void>> = {
   rules: async () => (await import("./rules.js")).run(),
   console: async () => (await import("./console.js")).run(),
   writepath: async () => (await import("./writepath.js")).run(),
+  cluster: async () => (await import("./cluster.js")).run(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -21,6 +21,7 @@ import { Suite, nowNs, elapsedMs, percentile } from "./lib.js";
 import { startDaemon, startBaseline, startPostgres } from "./procs.js";
 import { subscriberProcess, epochNow, waitFor, delivered, sleep, type Delivered } from "./delivery.js";
 import { loadUnderSubscribers, profileDaemonUnderLoad } from "./load.js";
+import { markedSentence } from "./sse.js";
 import { openKb } from "../src/kb/index.js";
 import { FeedHub } from "../src/feed/index.js";
 
@@ -111,7 +112,7 @@ async function deliveryRun(transport: "poll" | "sse", subscribers: number, event
   await sleep(200);
   for (let i = 0; i < WARMUP_EVENTS + events; i++) {
     if (i >= WARMUP_EVENTS) sentAt.set(i, epochNow());
-    const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: `(lat M${i})`, context: "CxBench" }) });
+    const r = await pool.request({ path: "/v1/assert", method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sentence: markedSentence(i), context: "CxBench" }) });
     await r.body.text();
     await sleep(5);
   }

@@ -1,12 +1,17 @@
 /**
  * The benchmark's baselines are only worth a ratio if they are right: the plain semi-naive
  * closure derives exactly the reach pairs a breadth-first search finds, and as many as the
- * engine derives; a delivery run that lost a delivery fails instead of reporting fewer samples.
+ * engine derives; a delivery run that lost a delivery fails instead of reporting fewer samples;
+ * the closed loop that drives both a figure and its baseline (the cluster bench's daemons and
+ * raw pg clients) runs exactly `clients` operations at a time and counts every one it ran;
+ * the SSE reader that times deliveries sees every event however the stream is cut.
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { SemiNaiveClosure, EngineClosure, type Edge } from "../../bench/closure.js";
 import { delivered } from "../../bench/delivery.js";
+import { closedLoop } from "../../bench/lib.js";
+import { readSse, markersOf, markedSentence } from "../../bench/sse.js";
 
 function bfsPairs(edges: Edge[]): number {
   const out = new Map<number, number[]>();
@@ -57,5 +62,63 @@ describe("delivery timing", () => {
   });
   it("fails the run when a delivery never arrived, naming how many and the lagged count", () => {
     expect(() => delivered("t", ["1 1001.5"], sentAt, 2, 1)).toThrow(/1 of 2 expected deliveries arrived \(1 missing; the daemon reported 1 lagged\)/);
+  });
+});
+
+describe("the closed loop that drives a figure and its baseline alike", () => {
+  it("keeps exactly `clients` operations in flight, each started after the previous one of its worker answered, and counts every one", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), async (clients) => {
+        let inFlight = 0;
+        let most = 0;
+        let calls = 0;
+        const perWorker = new Map<number, number>();
+        const r = await closedLoop(clients, 20, async (c) => {
+          expect(perWorker.get(c) ?? 0).toBe(0); // closed: this worker's previous op has answered
+          perWorker.set(c, 1);
+          calls++;
+          most = Math.max(most, ++inFlight);
+          await new Promise((resume) => setImmediate(resume));
+          inFlight--;
+          perWorker.set(c, 0);
+        });
+        expect(r.ops).toBe(calls);
+        expect(most).toBe(clients);
+        expect(perWorker.size).toBe(clients);
+        expect(r.rps).toBeCloseTo(r.ops / r.seconds);
+      }),
+      { numRuns: 10 },
+    );
+  });
+  it("fails when an operation fails, instead of reporting the others", async () => {
+    let n = 0;
+    await expect(
+      closedLoop(2, 50, async () => {
+        if (++n === 5) throw new Error("assert answered 503");
+        await new Promise((resume) => setImmediate(resume));
+      }),
+    ).rejects.toThrow(/503/);
+  });
+});
+
+describe("reading the SSE stream that times deliveries", () => {
+  const frame = (m: number) => `id: ${m}\ndata: ${JSON.stringify({ seq: m, added: [{ sentence: markedSentence(m) }, { sentence: "(other X)" }] })}\n\n`;
+  it("sees every marked event and every lagged notice exactly once, however the stream is cut into chunks", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.nat(10_000), { maxLength: 20 }), fc.nat(50), fc.array(fc.nat(400), { maxLength: 30 }), async (markers, lagged, cuts) => {
+        const text = ": heartbeat\n\n" + markers.map(frame).join("") + `event: lagged\ndata: ${JSON.stringify({ lagged })}\n\n`;
+        const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+        const points = [0, ...at, text.length];
+        const chunks = points.slice(1).map((end, i) => text.slice(points[i], end));
+        async function* body() {
+          for (const c of chunks) yield Buffer.from(c);
+        }
+        const seen: number[] = [];
+        const notices: number[] = [];
+        await readSse(body(), (ev) => seen.push(...markersOf(ev)), (n) => notices.push(n));
+        expect(seen).toEqual(markers);
+        expect(notices).toEqual([lagged]);
+      }),
+    );
   });
 });
