@@ -5,7 +5,8 @@
  * exists on PostgreSQL only: there several daemons share one database and one of them is
  * elected the writer (pgstore.ts); an SQLite file has one daemon by construction. For the
  * same reason only PostgreSQL keeps each event's write input (`event.write`, replayed by
- * followers) and the writer's URL (`lease.url`).
+ * followers), the epoch each event was committed under (`event.epoch`), and the writer's
+ * URL and lock session (`lease.url`, `lease.pid`).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -29,6 +30,8 @@ interface EventTable {
   body: string;
   /** PostgreSQL: the write's input, which a follower replays (pgstore.ts); absent on SQLite. */
   write?: string | null;
+  /** PostgreSQL: the lease epoch of the transaction that committed it; absent on SQLite. */
+  epoch?: number | null;
 }
 interface TombstoneTable {
   handle: number;
@@ -48,6 +51,8 @@ interface LeaseTable {
   expires_at: Date;
   /** The writer's advertised URL (followers redirect writes there); null until it listens. */
   url: string | null;
+  /** The backend pid of the writer's lock session (pg-election.ts). */
+  pid: number | null;
 }
 export interface Schema {
   sentex: SentexTable;
@@ -110,6 +115,13 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
             async up(db: Kysely<unknown>) {
               await db.schema.alterTable("event").addColumn("write", "text").execute();
               await db.schema.alterTable("lease").addColumn("url", "text").execute();
+            },
+          },
+          "004-writer-lock": {
+            async up(db: Kysely<unknown>) {
+              // The backend pid of the writer's lock session, and the epoch each event was committed under.
+              await db.schema.alterTable("lease").addColumn("pid", "integer").execute();
+              await db.schema.alterTable("event").addColumn("epoch", "bigint").execute();
             },
           },
         }
