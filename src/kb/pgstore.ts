@@ -223,6 +223,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     const pool = new pg.Pool({ ...session, max: 4 });
     // An idle pooled session the server ended (idle_in_transaction, a restart) is dropped by the pool.
     pool.on("error", () => {});
+    // A session lost while checked out fails its query (which stops the store); its 'error' event must not end the process.
+    pool.on("connect", (client) => client.on("error", () => {}));
     const kysely = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     let lock: WriterLock | undefined;
     let lost: ((e: Error) => void) | undefined;
