@@ -7,13 +7,16 @@
  *
  * Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 on bad flags or a failed start,
  * 2 when asked to bind a non-loopback address without KOINII_ADMIN_TOKEN, 3 when the store
- * failed (K12: fail-stop; a supervisor restarts the daemon from the store of record).
+ * failed (K12: fail-stop; a supervisor restarts the daemon from the store of record). On
+ * PostgreSQL a deposed writer or a lost connection does not exit: the daemon rejoins in
+ * place (src/daemon/rejoin.ts); only a broken invariant exits 3.
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { openKb, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
 import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
+import { Rejoiner } from "../daemon/rejoin.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
 import { isLoopbackBind } from "../net/loopback.js";
@@ -77,8 +80,8 @@ export function registerServeCommand(program: Command): void {
     .option("--port <n>", "TCP port (0 = any free port)", port, 4200)
     .option("--data <dir>", "data directory (the SQLite store lives in <dir>/koinii.db)", "./data")
     .option("--store <url>", "postgres://... to keep the store of record in PostgreSQL instead of --data (env KOINII_STORE); the elected daemon writes, the others follow", process.env.KOINII_STORE)
-    .option("--lease-ms <ms>", "PostgreSQL: how long the writer lease lasts without renewal", positive, DEFAULT_PG_LIMITS.leaseMs)
-    .option("--lease-renew-ms <ms>", "PostgreSQL: how often the writer renews its lease and a waiting daemon tries to take an expired one (at most half of --lease-ms)", positive, DEFAULT_PG_LIMITS.leaseRenewMs)
+    .option("--lease-ms <ms>", "PostgreSQL: how long the writer lease lasts without renewal (a writer paused this long is evicted; a dead one is replaced at once through the writer lock)", positive, DEFAULT_PG_LIMITS.leaseMs)
+    .option("--lease-renew-ms <ms>", "PostgreSQL: how often the writer renews its lease, a follower reads it, and a daemon that lost PostgreSQL retries the connection (at most half of --lease-ms)", positive, DEFAULT_PG_LIMITS.leaseRenewMs)
     .option("--pg-statement-timeout-ms <ms>", "PostgreSQL: statement_timeout of every session", positive, DEFAULT_PG_LIMITS.statementTimeoutMs)
     .option("--pg-lock-timeout-ms <ms>", "PostgreSQL: lock_timeout of every session", positive, DEFAULT_PG_LIMITS.lockTimeoutMs)
     .option("--pg-idle-in-transaction-ms <ms>", "PostgreSQL: idle_in_transaction_session_timeout of every session", positive, DEFAULT_PG_LIMITS.idleInTransactionMs)
@@ -119,23 +122,26 @@ export function registerServeCommand(program: Command): void {
         process.stderr.write(`koinii: --store takes a postgres:// URL, got ${JSON.stringify(o.store)}\n`);
         process.exit(1);
       }
-      const store =
-        o.store === undefined
-          ? undefined
-          : await PgStore.open({
-              url: o.store,
-              limits: { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs, followPollMs: o.followPollMs, memberForgetMs: o.memberForgetMs },
-              follow: true,
-            });
-      const kb = await openKb({
-        path: join(o.data, "koinii.db"),
-        store,
-        durability: o.durability,
-        contextsDir: o.contexts,
-        feedRetentionEvents: o.feedRetentionEvents,
-        readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
-        progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
-      });
+      const storeUrl = o.store;
+      const pgLimits = { leaseMs: o.leaseMs, leaseRenewMs: o.leaseRenewMs, statementTimeoutMs: o.pgStatementTimeoutMs, lockTimeoutMs: o.pgLockTimeoutMs, idleInTransactionMs: o.pgIdleInTransactionMs, followPollMs: o.followPollMs, memberForgetMs: o.memberForgetMs };
+      const open = async () => {
+        const store = storeUrl === undefined ? undefined : await PgStore.open({ url: storeUrl, limits: pgLimits, follow: true });
+        try {
+          return await openKb({
+            path: join(o.data, "koinii.db"),
+            store,
+            durability: o.durability,
+            contextsDir: o.contexts,
+            feedRetentionEvents: o.feedRetentionEvents,
+            readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
+            progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
+          });
+        } catch (e) {
+          await store?.close();
+          throw e;
+        }
+      };
+      const kb = await open();
       const server = await createServer({
         kb,
         adminToken,
@@ -152,6 +158,12 @@ export function registerServeCommand(program: Command): void {
         mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });
       let stopping = false;
+      let url = "";
+      // A cluster daemon rebuilds its KB when its store is lost; an SQLite one stops (K12).
+      const rejoin =
+        storeUrl === undefined
+          ? undefined
+          : new Rejoiner({ server, log: server.log, open, retryMs: o.leaseRenewMs, closeBoundMs: o.pgStatementTimeoutMs, advertiseUrl: () => o.advertiseUrl ?? url, exit: (code) => process.exit(code) });
       const stop = async (signal: string) => {
         if (stopping) {
           server.log.warn({ signal }, "second signal: exiting now");
@@ -160,20 +172,22 @@ export function registerServeCommand(program: Command): void {
         stopping = true;
         server.log.info({ signal }, "stopping");
         await server.close();
-        await kb.close(); // commits what is pending, closes the store
+        await (rejoin ? rejoin.stop() : kb.close()); // commits what is pending, closes the store
         server.log.info("stopped");
         process.exit(0);
       };
       // K12: fail-stop. The server already refuses work and logged the reason; answer what is
       // in flight, then exit non-zero so a supervisor restarts from the store of record.
-      kb.onFailure(() => {
-        stopping = true;
-        void server.close().finally(() => process.exit(3));
-      });
+      if (rejoin) rejoin.watch(kb);
+      else
+        kb.onFailure(() => {
+          stopping = true;
+          void server.close().finally(() => process.exit(3));
+        });
       process.on("SIGTERM", () => void stop("SIGTERM"));
       process.on("SIGINT", () => void stop("SIGINT"));
-      const url = await server.listen(o.port, o.listen);
-      await kb.store.cluster?.advertise(o.advertiseUrl ?? url);
+      url = await server.listen(o.port, o.listen);
+      await server.kb.store.cluster?.advertise(o.advertiseUrl ?? url);
       process.stdout.write(`koinii listening on ${url}\n`);
     });
 }

@@ -88,6 +88,20 @@ export interface KoiniiServer {
   access: Access;
   metrics: Metrics;
   log: Logger;
+  /** The KB served now (a cluster daemon that rejoins swaps it). */
+  readonly kb: Kb;
+  /**
+   * A cluster daemon's KB stopped and a new one is being built (docs/cluster.md, "A deposed
+   * writer rejoins"): until `swap`, writes answer 503 `no-writer` with Retry-After, every
+   * other route 503 `unavailable`, /health 503 with reason `rejoining: <why>`.
+   */
+  rejoining(why: string, retryAfterMs: number): void;
+  /**
+   * Serve `kb` from now on, with a new feed hub and token table. The old hub's streams have
+   * ended and its watch tokens are gone: subscribers watch again (or reconnect their stream)
+   * with their cursor, on this node or another.
+   */
+  swap(kb: Kb): Promise<void>;
   /** Listen and return the base URL (port 0 picks a free port). */
   listen(port: number, host: string): Promise<string>;
   /**
@@ -110,26 +124,40 @@ declare module "fastify" {
 
 /** Build the daemon over `opts.kb`; nothing listens until `listen`. */
 export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
-  const { kb } = opts;
   const limits: DaemonLimits = { ...DEFAULT_DAEMON_LIMITS, ...opts.limits };
   for (const [k, v] of Object.entries(limits)) if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`daemon limit ${k} must be a positive integer, got ${v}`);
   const log = opts.logger ?? pino({ name: "koinii" }, pino.destination(2));
   const version = opts.version ?? packageVersion();
-  const access = await Access.open(kb, { adminToken: opts.adminToken });
-  // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.
-  kb.store.cluster?.onPrincipals(() => void access.reload().catch((err: unknown) => log.warn({ err }, "re-reading the agent tokens failed")));
-  let hubRef: FeedHub | undefined;
-  const metrics = new Metrics(() => hubRef, () => hubRef?.headSeq ?? kb.headSeq);
-  const hub = await FeedHub.open(
-    kb,
-    opts.feed,
-    {
-      onEvent: () => metrics.events.inc(),
-      onLost: (n) => metrics.lost.inc(n),
-    },
-    { now: opts.now, parseLimits: kb.engine.limits, cursorsMayLead: () => kb.role === "follower" },
-  );
-  hubRef = hub;
+  /** What is built over one KB: a rejoining cluster daemon swaps all of it at once. */
+  let cur: { kb: Kb; hub: FeedHub; access: Access; table: RouteDef[]; keys: IdempotencyKeys } | undefined;
+  let rejoin: { why: string; retryAfterMs: number } | undefined;
+  const metrics = new Metrics(() => cur?.hub, () => cur!.hub.headSeq);
+  const serve = async (kb: Kb) => {
+    const access = await Access.open(kb, { adminToken: opts.adminToken });
+    // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.
+    kb.store.cluster?.onPrincipals(() => void access.reload().catch((err: unknown) => log.warn({ err }, "re-reading the agent tokens failed")));
+    const hub = await FeedHub.open(
+      kb,
+      opts.feed,
+      {
+        onEvent: () => metrics.events.inc(),
+        onLost: (n) => metrics.lost.inc(n),
+      },
+      { now: opts.now, parseLimits: kb.engine.limits, cursorsMayLead: () => kb.role === "follower" },
+    );
+    // K12: the KB stopped. Say so once and answer what is parked; the process owner (koinii
+    // serve) exits non-zero after in-flight answers, or rebuilds and swaps (a cluster daemon).
+    kb.onFailure((f) => {
+      log.fatal({ reason: f.reason, err: f.error }, "the store failed: refusing work");
+      hub.shutdown();
+    });
+    const keys = new IdempotencyKeys(kb, limits.idempotencyTtlMs, opts.now ?? Date.now);
+    if (kb.role === "writer") await keys.load(); // a follower loads them once promoted (docs/daemon.md D18)
+    const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
+    return { kb, hub, access, table, keys };
+  };
+  cur = await serve(opts.kb);
+  const { table, access } = cur; // the first build's routes are registered; handlers call the current build's
   const allowedOrigins = new Set(opts.allowedOrigins ?? []);
 
   const app = Fastify({
@@ -187,18 +215,16 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   };
 
   let closing = false;
-  // K12: the KB stopped. Say so once, answer what is parked, refuse everything but /health
-  // and /metrics; the process owner (koinii serve) exits non-zero after in-flight answers.
-  kb.onFailure((f) => {
-    log.fatal({ reason: f.reason, err: f.error }, "the store failed: refusing work and stopping");
-    hub.shutdown();
-  });
-  const keys = new IdempotencyKeys(kb, limits.idempotencyTtlMs, opts.now ?? Date.now);
-  if (kb.role === "writer") await keys.load(); // a follower loads them once promoted (docs/daemon.md D18)
-  const table = routes({ kb, hub, access, metrics, version, heartbeatMs: limits.heartbeatMs, now: opts.now ?? Date.now });
 
   app.addHook("onRequest", async (req, reply) => {
     if (!hostOk(req.headers.host)) throw new WireError("misdirected", "this daemon answers only its bound loopback names (127.0.0.1, localhost, [::1] with its port) in the Host header");
+    const { kb, access } = cur!;
+    if (rejoin && req.routeOptions.url !== "/metrics") {
+      const why = `rejoining: ${rejoin.why}`;
+      if (req.routeOptions.url === "/health") return reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon is ${why}`, reason: why, role: "follower", epoch: 0 });
+      if (req.routeOptions.config.writerOnly) throw new NotWriterError(undefined, rejoin.retryAfterMs);
+      throw new WireError("unavailable", `the daemon is ${why}`);
+    }
     if (kb.failure && req.routeOptions.url !== "/health" && req.routeOptions.url !== "/metrics") {
       throw new WireError("unavailable", `the daemon stopped: ${kb.failure.reason}`);
     }
@@ -242,7 +268,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     throw new WireError("not-found", `no route ${req.method} ${req.url.split("?")[0]}`);
   });
 
-  for (const def of table) {
+  for (const [i, def] of table.entries()) {
     app.route({
       method: def.method,
       url: def.url,
@@ -253,11 +279,13 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
         const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
         if (def.body === editBody) checkEntries(body as { add: unknown[]; remove: unknown[] }, limits.maxEditEntries);
+        const { kb, table: now } = cur!;
         checkLengths(body, limits.maxAtomBytes, kb.engine.limits);
         checkLengths(query, limits.maxAtomBytes, kb.engine.limits);
         const ctx = { body, params, query, principal: request.principal, request, reply };
-        if (key !== undefined) return keys.answer(reply, request.principal.id, key, requestSha256(request.method, request.url, request.body), async () => def.handler(ctx));
-        const out = def.read ? await readAt(kb, () => def.handler(ctx)) : await def.handler(ctx);
+        const handler = now[i]!.handler;
+        if (key !== undefined) return cur!.keys.answer(reply, request.principal.id, key, requestSha256(request.method, request.url, request.body), async () => handler(ctx));
+        const out = def.read ? await readAt(kb, () => handler(ctx)) : await handler(ctx);
         if (reply.sent) return reply;
         return reply.send({ ok: true, ...(out as object) });
       },
@@ -276,8 +304,23 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   let closed: Promise<void> | undefined;
   return {
     app,
-    hub,
-    access,
+    get hub() {
+      return cur!.hub;
+    },
+    get access() {
+      return cur!.access;
+    },
+    get kb() {
+      return cur!.kb;
+    },
+    rejoining(why, retryAfterMs) {
+      rejoin = { why, retryAfterMs };
+      cur!.hub.shutdown(); // ends streams, answers parked polls: their owners resume by cursor
+    },
+    async swap(kb) {
+      cur = await serve(kb);
+      rejoin = undefined;
+    },
     metrics,
     log,
     async listen(port, host) {
@@ -289,7 +332,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     close() {
       closed ??= (async () => {
         closing = true;
-        hub.shutdown(); // answers parked polls, ends streams
+        cur!.hub.shutdown(); // answers parked polls, ends streams
         const cut = setTimeout(() => {
           log.warn({ shutdownGraceMs: limits.shutdownGraceMs }, "graceful close ran out of time: cutting open connections");
           app.server.closeAllConnections();

@@ -12,8 +12,9 @@
  * a transaction is in flight gather into the next group.
  *
  * Fencing (one writer): `open` returns only once this store holds the writer lease (the
- * `lease` row, elected under `pg_try_advisory_xact_lock` so contenders never queue on the
- * row). The election bumps the epoch. Every commit transaction first reads the lease row
+ * `lease` row), elected while holding the writer lock, a session advisory lock the writer
+ * keeps for as long as it writes (pg-election.ts: its release when the writer dies starts
+ * the next election at once). The election bumps the epoch, and the epoch goes into each event row. Every commit transaction first reads the lease row
  * `FOR SHARE` and requires our holder id, our epoch and an unexpired lease, then moves
  * `head_seq` by compare-and-set from the head we last committed. An election takes the row
  * `FOR UPDATE`, so it waits for a commit in flight and the commit that follows it sees the
@@ -32,6 +33,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
+import { WriterLock, readLeaseEvicting, sessionTag } from "./pg-election.js";
 import { idempotencyRow, NotWriterError, type Cluster, type ClusterMember, type IdempotencyRow, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
@@ -87,8 +89,18 @@ const REPLAY_BATCH = 500;
 /** Every elected writer commits only under this epoch; a higher one deposed it. */
 export class FencedError extends Error {}
 
-/** The advisory lock key an election takes (transaction-scoped): "koinii" in ASCII. */
-const ELECTION_LOCK = 0x6b6f696e6969;
+/**
+ * A failure a cluster daemon recovers from by reopening the store (docs/cluster.md, "A
+ * deposed writer rejoins"): deposed (fenced), or the connection to PostgreSQL lost or ended by
+ * the server (a restart, a promotion, an eviction, a timeout). Anything else (a replay that
+ * diverged, a pruned log) is a broken invariant.
+ */
+export function storeLost(e: unknown): boolean {
+  if (e instanceof FencedError) return true;
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && (/^08/.test(code) || /^57P0[1-3]$/.test(code) || ["25P03", "57014", "55P03", "ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"].includes(code))) return true;
+  return e instanceof Error && /connection terminated|connection timeout|connection error|not queryable|lock ended/i.test(e.message);
+}
 
 type Op =
   | { k: "insert"; r: StoredRow }
@@ -172,6 +184,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     private readonly pool: pg.Pool,
     private readonly kysely: Kysely<Schema>,
     private readonly url: string,
+    /** The writer lock's session: held while this store writes; a follower waits on it. */
+    private readonly lock: WriterLock,
     elected: { holder: string; epoch: number | undefined; limits: PgLimits },
     snapshot: { meta: StoreMeta; rows: RawRow[]; oldest: number | undefined; tombstones: Map<number, { reason: string; seq: number }> },
   ) {
@@ -208,27 +222,41 @@ export class PgStore implements StoreOfRecord, Cluster {
   static async open(opts: PgStoreOptions, signal?: AbortSignal): Promise<PgStore> {
     const limits = checkPgLimits({ ...DEFAULT_PG_LIMITS, ...opts.limits });
     const holder = opts.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-    const pool = new pg.Pool({
+    // Every session carries the holder as application_name: an eviction ends them all.
+    const session = {
       connectionString: opts.url,
-      max: 4,
       types,
+      application_name: sessionTag(holder),
+      connectionTimeoutMillis: limits.statementTimeoutMs,
       options: `-c statement_timeout=${limits.statementTimeoutMs} -c lock_timeout=${limits.lockTimeoutMs} -c idle_in_transaction_session_timeout=${limits.idleInTransactionMs}`,
-    });
+    };
+    const pool = new pg.Pool({ ...session, max: 4 });
     // An idle pooled session the server ended (idle_in_transaction, a restart) is dropped by the pool.
     pool.on("error", () => {});
+    // A session lost while checked out fails its query (which stops the store); its 'error' event must not end the process.
+    pool.on("connect", (client) => client.on("error", () => {}));
     const kysely = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    let lock: WriterLock | undefined;
+    let lost: ((e: Error) => void) | undefined;
     try {
       const { error } = await new Migrator({ db: kysely, provider: migrationProvider("postgres") }).migrateToLatest();
       if (error) throw error;
+      lock = await WriterLock.connect(session, (e) => lost?.(e));
       let epoch: number | undefined;
-      while ((epoch = await elect(pool, holder, limits.leaseMs, null)) === undefined && !opts.follow) {
-        await sleep(limits.leaseRenewMs, signal);
+      for (;;) {
+        if (await lock.tryTake()) epoch = await lock.elect(holder, limits.leaseMs, null);
+        if (epoch !== undefined || opts.follow) break;
+        await readLeaseEvicting(pool); // a writer paused past its lease gives the lock up
+        await sleep(lock.held ? 0 : limits.leaseRenewMs, signal);
       }
       // A writer reads after its election committed; a follower reads whatever is committed:
       // either way one REPEATABLE READ snapshot, so the rows, counters and head agree.
       const snapshot = await readSnapshot(pool);
-      return new PgStore(pool, kysely, opts.url, { holder, epoch, limits }, snapshot);
+      const store = new PgStore(pool, kysely, opts.url, lock, { holder, epoch, limits }, snapshot);
+      lost = (e) => store.abort(Object.assign(new FencedError(`the session of the writer lock ended (${e.message}); epoch ${store.epoch} can no longer be trusted`), { cause: e }));
+      return store;
     } catch (e) {
+      await lock?.end();
       await kysely.destroy();
       throw e;
     }
@@ -346,7 +374,7 @@ export class PgStore implements StoreOfRecord, Cluster {
         // Delivered at COMMIT, and only if it commits: wakes every follower's tail.
         await c.query("select pg_notify($1, $2)", [EVENT_CHANNEL, String(g.meta.headSeq)]);
       }
-      for (const op of g.ops) await runOp(c, op);
+      for (const op of g.ops) await runOp(c, op, this.epoch);
     });
     this.commits++;
     if (g.meta) this.committedHead = g.meta.headSeq;
@@ -427,21 +455,33 @@ export class PgStore implements StoreOfRecord, Cluster {
    * `followPollMs`, or the next election attempt. Any failure stops the store (K12).
    */
   private async followLoop(): Promise<void> {
-    let nextElection = 0;
+    let nextLeaseRead = 0;
     try {
       await this.listen();
+      // Blocks until the writer's lock session ends (it died, stepped down, was evicted): then elect at once.
+      this.lock.wait().then(
+        () => this.wake?.(),
+        (e: unknown) => {
+          if (!this.closing) this.abort(e);
+        },
+      );
       while (this.failed === undefined && !this.closing) {
-        if (Date.now() >= nextElection) {
-          nextElection = Date.now() + this.limits.leaseRenewMs;
-          const epoch = await this.tryLease();
+        if (this.lock.held) {
+          const epoch = await this.lock.elect(this.holder, this.limits.leaseMs, this.advertised ?? null);
           if (epoch !== undefined) return await this.promote(epoch);
+        }
+        if (Date.now() >= nextLeaseRead) {
+          nextLeaseRead = Date.now() + this.limits.leaseRenewMs;
+          await this.readLease();
           this.principalsChanged();
           this.beat();
         }
         await this.catchUp(await readHead(this.pool));
+        if (this.lock.held) continue; // the row was locked past lock_timeout: try again now
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, Math.max(0, Math.min(this.limits.followPollMs, nextElection - Date.now())));
+          const t = setTimeout(resolve, Math.max(0, Math.min(this.limits.followPollMs, nextLeaseRead - Date.now())));
           this.wake = () => (clearTimeout(t), resolve());
+          if (this.lock.held || this.failed !== undefined) this.wake();
         });
         this.wake = undefined;
       }
@@ -468,12 +508,10 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.listener = client;
   }
 
-  /** Read the lease (who writes, where); when it has run out, try to be elected. */
-  private async tryLease(): Promise<number | undefined> {
-    const lease = (await this.pool.query<{ url: string | null; live: boolean }>("select url, expires_at > clock_timestamp() as live from lease where name = 'writer'")).rows[0]!;
+  /** Read the lease (who writes, where); when it has run out, evict its writer (which frees the writer lock). */
+  private async readLease(): Promise<void> {
+    const lease = await readLeaseEvicting(this.pool);
     this.writerUrl = lease.live ? (lease.url ?? undefined) : undefined;
-    if (lease.live) return undefined;
-    return elect(this.pool, this.holder, this.limits.leaseMs, this.advertised ?? null);
   }
 
   /** Apply every committed event after our seq up to `head`, in order, with no gap. */
@@ -601,6 +639,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     for (const g of pending) for (const w of g.waiters) w.reject(this.failed);
     clearInterval(this.renewer);
     this.wake?.();
+    // Give the writer lock up at once: a follower need not wait for the lease to run out.
+    void this.lock.cancel(this.pool).then(() => this.lock.end());
     if (first) this.onFailure?.(e);
   }
 
@@ -608,6 +648,7 @@ export class PgStore implements StoreOfRecord, Cluster {
     clearInterval(this.renewer);
     this.closing = true;
     this.wake?.();
+    await this.lock.cancel(this.pool);
     await this.following;
     await this.listener?.end().catch(() => {});
     this.closeGroup();
@@ -616,32 +657,8 @@ export class PgStore implements StoreOfRecord, Cluster {
       // Step down at once: a standby need not wait for the lease to run out.
       await this.pool.query("update lease set expires_at = '-infinity' where name = 'writer' and holder = $1 and epoch = $2", [this.holder, this.epoch]).catch(() => {});
     }
+    await this.lock.end();
     await this.kysely.destroy();
-  }
-}
-
-/** One election attempt: the new epoch when this holder now has the lease, else undefined. */
-async function elect(pool: pg.Pool, holder: string, leaseMs: number, url: string | null): Promise<number | undefined> {
-  const c = await pool.connect();
-  try {
-    await c.query("begin");
-    const got = await c.query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [ELECTION_LOCK]);
-    if (!got.rows[0]!.ok) return undefined; // another daemon is electing right now
-    const row = await c.query<{ live: boolean }>("select expires_at > clock_timestamp() as live from lease where name = 'writer' for update");
-    if (row.rows[0]!.live) return undefined;
-    const r = await c.query<{ epoch: number }>(
-      "update lease set holder = $1, epoch = epoch + 1, expires_at = clock_timestamp() + make_interval(secs => $2::float8 / 1000), url = $3 where name = 'writer' returning epoch",
-      [holder, leaseMs, url],
-    );
-    await c.query("commit");
-    return r.rows[0]!.epoch;
-  } catch (e) {
-    // A commit in flight holds the row past lock_timeout: not elected this round.
-    if ((e as { code?: string }).code === "55P03") return undefined;
-    throw e;
-  } finally {
-    await c.query("rollback").catch(() => {}); // no-op after commit; ends an abandoned attempt
-    c.release();
   }
 }
 
@@ -674,7 +691,7 @@ async function readSnapshot(pool: pg.Pool) {
   }
 }
 
-async function runOp(c: pg.PoolClient, op: Op): Promise<void> {
+async function runOp(c: pg.PoolClient, op: Op, epoch: number): Promise<void> {
   switch (op.k) {
     case "insert":
       await c.query("insert into sentex (handle, context, sentence, premise, creator, created_at, seq) values ($1, $2, $3, $4, $5, $6, $7)", [op.r.handle, op.r.context, op.r.sentence, op.r.premise, op.r.creator, op.r.createdAt, op.r.seq]);
@@ -687,7 +704,7 @@ async function runOp(c: pg.PoolClient, op: Op): Promise<void> {
       await c.query("insert into tombstone (handle, reason, seq) values ($1, $2, $3) on conflict (handle) do nothing", [op.handle, op.reason, op.seq]);
       return;
     case "event":
-      await c.query("insert into event (seq, body, write) values ($1, $2, $3)", [op.seq, op.body, op.write]);
+      await c.query("insert into event (seq, body, write, epoch) values ($1, $2, $3, $4)", [op.seq, op.body, op.write, epoch]);
       return;
     case "prune":
       await c.query("delete from event where seq <= $1", [op.upto]);

@@ -5,8 +5,9 @@
  * exists on PostgreSQL only: there several daemons share one database and one of them is
  * elected the writer (pgstore.ts); an SQLite file has one daemon by construction. For the
  * same reason only PostgreSQL keeps each event's write input (`event.write`, replayed by
- * followers) and the writer's URL (`lease.url`), and the `member` table, where each daemon of
- * a cluster records itself (pgmembers.ts).
+ * followers), the epoch each event was committed under (`event.epoch`), the writer's URL
+ * and lock session (`lease.url`, `lease.pid`), and the `member` table, where each daemon of a
+ * cluster records itself (pgmembers.ts).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -30,6 +31,8 @@ interface EventTable {
   body: string;
   /** PostgreSQL: the write's input, which a follower replays (pgstore.ts); absent on SQLite. */
   write?: string | null;
+  /** PostgreSQL: the lease epoch of the transaction that committed it; absent on SQLite. */
+  epoch?: number | null;
 }
 interface TombstoneTable {
   handle: number;
@@ -64,6 +67,8 @@ interface LeaseTable {
   expires_at: Date;
   /** The writer's advertised URL (followers redirect writes there); null until it listens. */
   url: string | null;
+  /** The backend pid of the writer's lock session (pg-election.ts). */
+  pid: number | null;
 }
 /** One daemon of a cluster (PostgreSQL), as it last recorded itself; keyed by its lease holder id. */
 interface MemberTable {
@@ -153,6 +158,13 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
                 .addColumn("lag_ms", "bigint", (c) => c.notNull())
                 .addColumn("seen_at", "timestamptz", (c) => c.notNull())
                 .execute();
+            },
+          },
+          "006-writer-lock": {
+            async up(db: Kysely<unknown>) {
+              // The backend pid of the writer's lock session, and the epoch each event was committed under.
+              await db.schema.alterTable("lease").addColumn("pid", "integer").execute();
+              await db.schema.alterTable("event").addColumn("epoch", "bigint").execute();
             },
           },
         }
