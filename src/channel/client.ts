@@ -4,7 +4,7 @@
  * engine: importing it loads neither better-sqlite3 nor the KB. `koinii/channel` adds the
  * in-process `local` medium; `koinii/kb` is the engine itself.
  */
-export { wire, WireMedium, DEFAULT_TIMEOUT_MS, DEFAULT_FAILOVER_MS, DEFAULT_MAX_RETRY_AFTER_MS, MAX_WAIT_MS, WRITE_PATHS } from "./wire.js";
+export { wire, WireMedium, DEFAULT_TIMEOUT_MS, DEFAULT_FAILOVER_MS, DEFAULT_MAX_RETRY_AFTER_MS, MAX_WAIT_MS, WRITE_PATHS, KEYLESS_PATHS } from "./wire.js";
 export { daemonOrigins, splitDaemonUrls } from "./nodes.js";
 export type { WireConnection } from "./wire.js";
 export type {

@@ -59,6 +59,13 @@ export const WRITE_PATHS: ReadonlySet<string> = new Set([
   "/v1/quarantine", "/v1/unquarantine", "/v1/convene", "/v1/disregard", "/v1/restore",
 ]);
 
+/**
+ * Writes that take no Idempotency-Key: registering answers a fresh token, which the daemon
+ * stores only hashed, so it cannot replay the answer. A retry registers again (rotating the
+ * token: the token of the last answer is the one that works).
+ */
+export const KEYLESS_PATHS: ReadonlySet<string> = new Set(["/v1/agents"]);
+
 /** Answers (503) of a node that has stopped or is stopping: the request did not run there; another node may take it. */
 const NODE_GONE_TYPES: ReadonlySet<string> = new Set(["unavailable", "shutting-down"]);
 
@@ -140,7 +147,7 @@ export class WireMedium implements Medium {
    * Idempotency-Key. Past failoverMs: `no-writer`.
    */
   private async write<T>(path: string, body: unknown, signal: AbortSignal | undefined): Promise<{ origin: string; value: T }> {
-    const key = nanoid();
+    const key = KEYLESS_PATHS.has(path) ? undefined : nanoid();
     const deadline = Date.now() + this.failoverMs;
     let order = this.nodes.writeOrder();
     let i = 0;

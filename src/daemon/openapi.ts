@@ -38,6 +38,7 @@ export function openApiDocument(table: readonly RouteDef[], version: string): Js
         parameters.push({ name, in: where, required: (obj.required ?? []).includes(name), schema });
       }
     }
+    if (writerOnly(r) && !r.secretAnswer) parameters.push({ name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", minLength: 1, maxLength: 255 } });
     if (r.url === "/v1/stream") parameters.push({ name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } });
     if (parameters.length) op.parameters = parameters;
     // Only the writer runs it: a follower answers 307 not-writer (or 503 no-writer).

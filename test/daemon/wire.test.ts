@@ -4,7 +4,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { spawnDaemon, call, rawExchange, type Daemon } from "./helpers.js";
-import { WRITE_PATHS } from "../../src/channel/wire.js";
+import { KEYLESS_PATHS, WRITE_PATHS } from "../../src/channel/wire.js";
 
 let d: Daemon;
 const post = (path: string, body: unknown) => call(d.url, "POST", path, body);
@@ -143,6 +143,10 @@ describe("routes", () => {
     expect(marked).toContain("/v1/assert");
     expect(marked).not.toContain("/v1/query");
     expect(new Set(marked)).toEqual(WRITE_PATHS);
+    // ...and those that take an Idempotency-Key are the ones it sends one on.
+    const keyed = marked.filter((p) => (o.body.paths[p].post.parameters ?? []).some((x: { name: string }) => x.name === "Idempotency-Key"));
+    expect(new Set(keyed)).toEqual(new Set([...WRITE_PATHS].filter((p) => !KEYLESS_PATHS.has(p))));
+    expect(keyed).not.toContain("/v1/agents");
   });
 
   it("GET /metrics exposes writes, events, subscriptions, parked polls and request latency", async () => {
