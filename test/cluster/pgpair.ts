@@ -84,9 +84,12 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Bounds of `query`, in milliseconds: a server that is down or moving fails the query, never hangs it. */
+const QUERY_LIMITS = { connectMs: 2_000, queryMs: 10_000 };
+
 /** One query on `url` with a plain `pg` client. */
 export async function query<R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> {
-  const c = new pg.Client({ connectionString: url });
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: QUERY_LIMITS.connectMs, query_timeout: QUERY_LIMITS.queryMs });
   c.on("error", () => {});
   await c.connect();
   try {
