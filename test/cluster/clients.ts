@@ -30,6 +30,8 @@ export interface Ack {
   created: boolean;
   /** Date.now() when the acknowledgement arrived. */
   at: number;
+  /** Date.now() when the request it answers was sent (after any redirect): the write committed after this. */
+  sentAt: number;
 }
 
 /** Bounds of the clients, in milliseconds. */
@@ -94,6 +96,7 @@ export function writerLoop(name: string, nodes: Nodes, limits = CLIENT_LIMITS): 
           continue;
         }
         try {
+          const sentAt = Date.now();
           const res = await fetch(target, { method: "POST", redirect: "manual", headers: { "content-type": "application/json", "idempotency-key": key }, body, signal: AbortSignal.timeout(limits.requestTimeoutMs) });
           const text = await res.text();
           if (res.status === 307) {
@@ -104,7 +107,7 @@ export function writerLoop(name: string, nodes: Nodes, limits = CLIENT_LIMITS): 
           }
           if (res.status === 200) {
             const a = JSON.parse(text) as { seq: number; handle: number; created: boolean };
-            w.acks.push({ key, sentence, seq: a.seq, handle: a.handle, created: a.created, at: Date.now() });
+            w.acks.push({ key, sentence, seq: a.seq, handle: a.handle, created: a.created, at: Date.now(), sentAt });
             break;
           }
           if (res.status >= 500) w.retries++;

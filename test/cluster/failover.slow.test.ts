@@ -201,7 +201,7 @@ function exitReason(stderr: string): string {
     })
     .filter(Boolean)
     .at(-1);
-  const thrown = lines.map((l) => l.trim()).find((l) => /^\w*Error\b/.test(l));
+  const thrown = lines.map((l) => l.trim()).find((l) => /^\w*error\b/i.test(l));
   return logged ?? (thrown ? `uncaught: ${thrown}` : lines.slice(-3).join(" | "));
 }
 
@@ -249,9 +249,13 @@ describe("failover of the writer and of PostgreSQL, with writers and subscribers
     }
   }
 
-  /** Print how long after `from` the first write was acknowledged (not asserted). */
+  /**
+   * Print how long after `from` the first write committed after it was acknowledged (not
+   * asserted): only a request sent after `from` counts, since an answer still on its way
+   * at `from` says nothing about the failover.
+   */
   function failoverTime(what: string, from: number): void {
-    const first = Math.min(...acks().filter((a) => a.at > from).map((a) => a.at));
+    const first = Math.min(...acks().filter((a) => a.sentAt > from).map((a) => a.at));
     console.log(`failover: ${what} to the first acknowledged write: ${first - from} ms (lease ${LEASE_MS} ms)`);
   }
 
