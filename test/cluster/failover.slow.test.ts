@@ -123,6 +123,16 @@ class Cluster implements Nodes {
     }
   }
 
+  /** Resolves once every slot's daemon is up and one of them is the writer (a fault starts from a whole cluster). */
+  async whole(): Promise<void> {
+    const end = Date.now() + RECOVERY_BOUND_MS;
+    while (this.urls().length < this.slots.length || this.slots.some((s) => s.respawning)) {
+      if (Date.now() > end) throw new Error(`${this.phase}: only ${this.urls().length} of ${this.slots.length} daemons are up`);
+      await sleep(SAMPLE_EVERY_MS);
+    }
+    await this.writer();
+  }
+
   /** The slot whose daemon says it is the writer (waits for one). */
   async writer(): Promise<Slot> {
     const end = Date.now() + RECOVERY_BOUND_MS;
@@ -349,6 +359,7 @@ describe("failover of the writer and of PostgreSQL, with writers and subscribers
     // 2. SIGSTOP the writer past its lease; another daemon is elected; SIGCONT: the old
     //    writer finds its lease taken and must rejoin as a follower, in place.
     cluster.phase = "2 SIGSTOP";
+    await cluster.whole();
     before = redirects();
     const paused = await cluster.writer();
     const pausedDaemon = paused.daemon;
@@ -366,6 +377,7 @@ describe("failover of the writer and of PostgreSQL, with writers and subscribers
     //    synchronous standby, sets synchronous_standby_names on it (no standby is left: ''),
     //    and the address moves. The daemons must reconnect by themselves.
     cluster.phase = "3 PostgreSQL failover";
+    await cluster.whole();
     before = redirects();
     const pidsBefore = cluster.slots.map((s) => s.daemon.proc.pid);
     const pgStoppedAt = Date.now();
@@ -383,6 +395,7 @@ describe("failover of the writer and of PostgreSQL, with writers and subscribers
 
     // 4. Restart the followers: a graceful stop (exit 0) and a start on the same database.
     cluster.phase = "4 restart followers";
+    await cluster.whole();
     before = redirects();
     const writerNow = await cluster.writer();
     for (const s of cluster.slots.filter((x) => x !== writerNow)) expect(await cluster.restart(s, "SIGTERM"), `${s.name} stops gracefully`).toBe(0);
