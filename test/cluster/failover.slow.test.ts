@@ -32,7 +32,7 @@ const DAEMON_FLAGS = [
 /**
  * TEMPORARY FALLBACK, to be removed by the lead once the daemon rejoins and reconnects by
  * itself: a daemon that exits without the test stopping it (today: a deposed writer, and
- * every daemon that loses PostgreSQL, exit 3) is started again, as a supervisor would, so
+ * every daemon that loses PostgreSQL, exit 3, some exit 1) is started again, as a supervisor would, so
  * the faults after it still run. Every such restart is recorded and fails the soft
  * "target behaviour" assertions below: with it the test reports every invariant; without
  * it a run stops at the first daemon that exits.
@@ -41,7 +41,9 @@ const FALLBACK_RESTART_EXITED_DAEMONS = true;
 
 /**
  * Set to true once the daemon honours `Idempotency-Key`: a sentence stored by two events
- * (a retried write applied twice) becomes a failure instead of a reported count.
+ * (a retried write applied twice) becomes a failure instead of a reported count. (An
+ * assert is idempotent on identity already: a retry whose first attempt committed is
+ * answered `created: false` at the first seq, counted in the phase lines, not stored again.)
  */
 const IDEMPOTENCY_KEYS_HONOURED = false;
 
