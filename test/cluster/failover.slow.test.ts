@@ -92,6 +92,8 @@ class Cluster implements Nodes {
   readonly holdersByEpoch = new Map<number, Set<string>>();
   private running = true;
   private loops: Promise<void>[] = [];
+  /** Fallback starts under way: waited for at stop, so no daemon outlives the test. */
+  private readonly pending = new Set<Promise<unknown>>();
 
   constructor(private readonly storeUrl: string, private readonly leaseUrl: () => string) {}
 
@@ -174,10 +176,11 @@ class Cluster implements Nodes {
         }
         if (!FALLBACK_RESTART_EXITED_DAEMONS) continue;
         s.respawning = true;
-        this.spawn()
+        const p = this.spawn()
           .then((d) => ((s.daemon = d), (s.role = undefined)))
           .catch(() => {}) // PostgreSQL unreachable yet: next round
-          .finally(() => (s.respawning = false));
+          .finally(() => ((s.respawning = false), this.pending.delete(p)));
+        this.pending.add(p);
       }
       await sleep(200);
     }
@@ -196,6 +199,7 @@ class Cluster implements Nodes {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
+    await Promise.allSettled([...this.pending]);
     for (const s of this.slots) (s.stoppingByTest = true), await s.daemon.stop("SIGKILL");
   }
 }
