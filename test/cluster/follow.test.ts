@@ -6,28 +6,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { spawnDaemon, call, readSse, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, call, readSse, eventually, TEST_LEASE, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 
-const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Poll `probe` every 20 ms until it answers a value, at most `ms`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 const health = async (d: Daemon) => (await call(d.url, "GET", "/health")).body as { seq: number; role: string; epoch: number; appliedSeq: number; lagMs: number };
 const applied = (d: Daemon, seq: number) => eventually(async () => ((await health(d)).appliedSeq >= seq ? true : undefined));
 
 /** A daemon on `url`, started after the previous one so the first is the writer. */
-const start = (url: string) => spawnDaemon({ args: ["--store", url, ...LEASE] });
+const start = (url: string) => spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
 
 describe("a follower daemon", () => {
   let url: string;
@@ -174,8 +163,8 @@ describe("agent tokens on a follower", () => {
   it("a token the writer issues is accepted by a follower, and a rotated one stops working there", async () => {
     const url = await freshDatabase();
     const env = { KOINII_ADMIN_TOKEN: "admin-secret" };
-    const writer = await spawnDaemon({ env, args: ["--store", url, ...LEASE] });
-    const follower = await spawnDaemon({ env, args: ["--store", url, ...LEASE] });
+    const writer = await spawnDaemon({ env, args: ["--store", url, ...TEST_LEASE] });
+    const follower = await spawnDaemon({ env, args: ["--store", url, ...TEST_LEASE] });
     try {
       const issue = async () => (await call(writer.url, "POST", "/v1/agents", { id: "AgentAtlas" }, { token: "admin-secret" })).body.token as string;
       const status = async (token: string) => (await call(follower.url, "POST", "/v1/match", { sentence: "(dog ?x)", context: "CxPets" }, { token })).status;
@@ -194,7 +183,7 @@ describe("agent tokens on a follower", () => {
 describe("a follower behind a pruned log", () => {
   it("stops (exit 3) rather than serve a state with a gap, and a restart follows from a new snapshot", async () => {
     const url = await freshDatabase();
-    const writer = await spawnDaemon({ args: ["--store", url, ...LEASE, "--feed-retention-events", "10"] });
+    const writer = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE, "--feed-retention-events", "10"] });
     let follower = await start(url);
     try {
       const base = (await health(writer)).appliedSeq;

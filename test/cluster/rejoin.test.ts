@@ -8,21 +8,11 @@
  */
 import { createServer, type Server, type Socket, connect } from "node:net";
 import { describe, expect, it, onTestFailed } from "vitest";
-import { spawnDaemon, call, readSse, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, call, readSse, eventually, TEST_LEASE, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const SHORT_LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 const health = async (d: Daemon) => (await call(d.url, "GET", "/health")).body as { seq: number; role: string; epoch: number; appliedSeq: number; reason?: string };
 const applied = (d: Daemon, seq: number) => eventually(async () => ((await health(d)).appliedSeq >= seq ? true : undefined));
@@ -84,8 +74,8 @@ describe("failover through the writer lock", () => {
 describe("rejoining in place", () => {
   it("SIGSTOP the writer past its lease: a follower evicts it and writes; on SIGCONT the old writer follows the new epoch in the same process and port", async () => {
     const url = await freshDatabase();
-    const a = await spawnDaemon({ args: ["--store", url, ...SHORT_LEASE] });
-    const b = await spawnDaemon({ args: ["--store", url, ...SHORT_LEASE] });
+    const a = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
+    const b = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
     onTestFailed(() => console.log(`A:\n${a.stderr()}\nB:\n${b.stderr()}`));
     try {
       const acked: Ack[] = [];
@@ -150,8 +140,8 @@ describe("rejoining in place", () => {
     const url = await freshDatabase();
     const proxy = await tcpProxy(new URL(url));
     const viaProxy = Object.assign(new URL(url), { host: `127.0.0.1:${proxy.port}` }).toString();
-    const a = await spawnDaemon({ args: ["--store", viaProxy, ...SHORT_LEASE] });
-    const b = await spawnDaemon({ args: ["--store", viaProxy, ...SHORT_LEASE] });
+    const a = await spawnDaemon({ args: ["--store", viaProxy, ...TEST_LEASE] });
+    const b = await spawnDaemon({ args: ["--store", viaProxy, ...TEST_LEASE] });
     onTestFailed(() => console.log(`A:\n${a.stderr()}\nB:\n${b.stderr()}`));
     const pids = [a.proc.pid, b.proc.pid];
     try {

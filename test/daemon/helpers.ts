@@ -156,3 +156,22 @@ export interface SseFrame {
   data?: any;
   comment: string[];
 }
+
+/** Lease flags for tests of a cluster on PostgreSQL: short, so a failover costs seconds. */
+export const TEST_LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
+
+/**
+ * Poll `probe` every 20 ms until it answers a value, at most `ms`; a probe that throws
+ * counts as no value yet (a daemon that is restarting), and its last error is named if
+ * time runs out.
+ */
+export async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    const v = await probe().catch((e: unknown) => ((last = e), undefined));
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`not within ${ms} ms${last === undefined ? "" : ` (last error: ${last instanceof Error ? last.message : String(last)})`}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import fc from "fast-check";
-import { spawnDaemon, call, type Daemon } from "./helpers.js";
+import { spawnDaemon, call, eventually, TEST_LEASE, type Daemon } from "./helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 import { openKb } from "../../src/kb/index.js";
 import type { SqliteStore } from "../../src/kb/store.js";
@@ -183,21 +183,11 @@ describe("Idempotency-Key across a restart, per caller, and past its retention",
 });
 
 describe("Idempotency-Key on PostgreSQL, across a failover", () => {
-  const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
-  async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await probe().catch(() => undefined);
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-      await sleep(20);
-    }
-  }
 
   it("a keyed write on the writer, SIGKILL it, the follower is promoted: the retry there answers the first answer and writes nothing", async () => {
     const url = await freshDatabase();
-    const a = await spawnDaemon({ args: ["--store", url, ...LEASE] });
-    const b = await spawnDaemon({ args: ["--store", url, ...LEASE] });
+    const a = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
+    const b = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
     try {
       const body = { add: [{ sentence: "(dog Failover)", context: "CxIdem" }], remove: [] };
       // Sent to the follower: redirected (307) to the writer, which stores the key (503 no-writer
