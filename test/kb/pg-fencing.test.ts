@@ -20,18 +20,23 @@ async function kbOn(store: PgStore): Promise<Kb> {
   return kb;
 }
 
-/** Another session takes the lease row FOR UPDATE (as an election does) and keeps it for `ms`. */
-async function holdLeaseRow(url: string, ms: number): Promise<void> {
+/** Another session takes the lease row FOR UPDATE (as an election does); resolves, holding it, to its release. */
+async function lockLeaseRow(url: string): Promise<() => Promise<void>> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  try {
-    await c.query("begin");
-    await c.query("select 1 from lease where name = 'writer' for update");
-    await new Promise((r) => setTimeout(r, ms));
+  await c.query("begin");
+  await c.query("select 1 from lease where name = 'writer' for update");
+  return async () => {
     await c.query("rollback");
-  } finally {
     await c.end();
-  }
+  };
+}
+
+/** The lease row locked by another session for `ms`. */
+async function holdLeaseRow(url: string, ms: number): Promise<void> {
+  const release = await lockLeaseRow(url);
+  await new Promise((r) => setTimeout(r, ms));
+  await release();
 }
 
 const sentexCount = async (url: string) => Number((await pgQuery<{ n: string }>(url, "select count(*) as n from sentex"))[0]!.n);
@@ -144,9 +149,12 @@ describe("the fenced writer on PostgreSQL", () => {
     expect(row!.far).toBe(true);
   });
 
-  it(`an edit of ${DEFAULT_DAEMON_LIMITS.maxEditEntries} entries (the daemon's default limit) commits with the default bounds and the store keeps running`, async () => {
+  it(`an edit of ${DEFAULT_DAEMON_LIMITS.maxEditEntries} entries (the daemon's default limit) commits while renewals run into lock_timeout, and the store keeps running`, async () => {
     const url = await freshDatabase();
-    const a = await PgStore.open({ url, holder: "daemon-a" });
+    // Renewals every 100 ms with a lock_timeout of 50 ms, far shorter than such a commit:
+    // a renewal that waits on the commit's row lock times out, and must not stop the store.
+    const limits = { leaseRenewMs: 100, lockTimeoutMs: 50 };
+    const a = await PgStore.open({ url, holder: "daemon-a", limits });
     const kbA = await kbOn(a);
     const n = DEFAULT_DAEMON_LIMITS.maxEditEntries;
     const before = await sentexCount(url);
@@ -155,7 +163,7 @@ describe("the fenced writer on PostgreSQL", () => {
     expect(edit.added).toHaveLength(n);
     expect(await sentexCount(url)).toBe(before + n);
     // Several renewal periods later the store still writes.
-    await new Promise((r) => setTimeout(r, 3 * DEFAULT_PG_LIMITS.leaseRenewMs));
+    await new Promise((r) => setTimeout(r, 10 * limits.leaseRenewMs));
     expect(kbA.failure).toBeUndefined();
     const next = await kbA.assert("(dog Muffet)", "CxPets");
     expect(next.seq).toBe(edit.seq + 1);
@@ -176,4 +184,23 @@ describe("the fenced writer on PostgreSQL", () => {
     await holdLeaseRow(url, 4_000);
     expect(await stopped).toMatch(/lock timeout|lease of epoch 1 is lost/);
   }, 30_000);
+
+  it("writes that arrive, each in its own event-loop turn, while a commit is in flight are committed together by the next commit", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    const before = a.commits;
+    // The first write's commit waits on the row lock; 49 more writes arrive meanwhile.
+    const release = await lockLeaseRow(url);
+    const writes = [];
+    for (let i = 0; i < 50; i++) {
+      writes.push(kbA.assert(`(dog D${i})`, "CxPets"));
+      await new Promise((r) => setImmediate(r));
+    }
+    await release();
+    const seqs = (await Promise.all(writes)).map((w) => w.seq);
+    expect(seqs).toEqual(Array.from({ length: 50 }, (_, i) => seqs[0]! + i));
+    expect(a.commits - before).toBe(2);
+    expect(await pgQuery(url, "select seq from event where seq >= $1", [seqs[0]])).toHaveLength(50);
+  });
 });
