@@ -7,20 +7,24 @@
  *
  * Group commit (K8, K9): the engine applies a write synchronously and its rows go into the
  * turn's open group (plain values in memory). A `setImmediate` closes the group and queues
- * it; groups commit one at a time, in order, each as ONE transaction. Only after its COMMIT
- * returns are the group's events published and its writers answered. Writes arriving while
- * a transaction is in flight gather into the next group.
+ * it; commits run one at a time, in order, each ONE statement (`koinii_commit`, schema.ts)
+ * in autocommit mode, so its own transaction. Only after it returns are the group's events
+ * published and its writers answered. The groups that queued while a commit was in flight
+ * are merged into the next commit (up to MERGE_MAX_ROWS rows).
  *
  * Fencing (one writer): `open` returns only once this store holds the writer lease (the
  * `lease` row), elected while holding the writer lock, a session advisory lock the writer
  * keeps for as long as it writes (pg-election.ts: its release when the writer dies starts
- * the next election at once). The election bumps the epoch, and the epoch goes into each event row. Every commit transaction first reads the lease row
- * `FOR SHARE` and requires our holder id, our epoch and an unexpired lease, then moves
- * `head_seq` by compare-and-set from the head we last committed. An election takes the row
- * `FOR UPDATE`, so it waits for a commit in flight and the commit that follows it sees the
- * new epoch and fails: a deposed writer commits nothing, and the new writer, which reads the
- * store after its election, sees every group the old one committed (no gap). Losing the
- * lease (a renewal that finds it gone, a commit refused) is a store failure (K12).
+ * the next election at once). The election bumps the epoch, and the epoch goes into each
+ * event row. Every commit first UPDATEs the lease row where it names our holder id and
+ * epoch and is unexpired, extending it (so a committing writer needs no renewal), then
+ * moves `head_seq` by compare-and-set from the head we last committed. An election
+ * updates the same row, so it waits for a commit in flight and the commit that follows it
+ * sees the new epoch and fails: a deposed writer commits nothing, and the new writer, which
+ * reads the store after its election, sees every group the old one committed (no gap).
+ * Losing the lease (a renewal that finds it gone, a commit refused) is a store failure
+ * (K12); a renewal that only timed out on the row's lock is not, while the lease is valid
+ * by this process's own bound (`renew`).
  *
  * Bounds, set on every session: `statement_timeout`, `lock_timeout` and
  * `idle_in_transaction_session_timeout` (a writer paused inside a transaction loses its
