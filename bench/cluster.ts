@@ -7,7 +7,10 @@
  *   `--store postgres://...` (a fresh database), on the same daemon on its SQLite store
  *   (serve's default durability), and the baseline: raw `pg` clients doing one INSERT of a
  *   copy of the daemon's own event row per transaction (BEGIN; INSERT; COMMIT), driven by
- *   the same loop (`closedLoop`) from 1 and 8 connections;
+ *   the same loop (`closedLoop`) from 1 and 8 connections; and the daemon's own ceiling:
+ *   the same closed loop on the same daemon against POST /v1/assert with a body of the
+ *   same size that the route refuses (400 bad-request) before the KB or the store runs (a
+ *   write's HTTP, JSON and validation cost, no store work): no write can go faster;
  * - follower lag: two daemons on one database, the follower's SSE stream read in this
  *   process; for each acknowledged write, the time this process read it from the follower
  *   minus the time this process got the writer's acknowledgement (one clock); a write the
@@ -39,20 +42,13 @@ const WARMUP_MS = 1_000;
 /** Longest a write acknowledged by the writer may take to reach the follower's stream before the run fails. */
 const DELIVERY_BOUND_MS = 10_000;
 /**
- * Sentexes in the catch-up database. 10^6 is the size the issue names; loading it through
- * the PostgreSQL store took over 5 minutes on this machine (about 2 800 sentexes/s), so the
- * default is smaller and the 10^6 figures are extrapolated linearly, labelled as such.
+ * Sentexes in the catch-up database (KOINII_BENCH_CLUSTER_N): by default 10^6, the size the
+ * issue names. A smaller N gets its 10^6 figures extrapolated linearly, labelled as such.
  */
-const CATCHUP_N = Number(process.env.KOINII_BENCH_CLUSTER_N ?? 200_000);
+const CATCHUP_N = Number(process.env.KOINII_BENCH_CLUSTER_N ?? 1_000_000);
 const ISSUE_N = 1_000_000;
-/**
- * Entries per loading edit (KOINII_BENCH_CLUSTER_EDIT). Not the daemon's maximum (10 000):
- * on the PostgreSQL store an edit keeps its commit transaction (one statement per row, the
- * lease row held FOR SHARE) open while its rows are sent, and once that passes
- * --pg-lock-timeout-ms the writer's lease renewal times out and the store stops. An edit of
- * 10 000 did so at once here, one of 1 000 after 620 000 sentexes on a loaded machine.
- */
-const EDIT_ENTRIES = Number(process.env.KOINII_BENCH_CLUSTER_EDIT ?? 500);
+/** Entries per loading edit (KOINII_BENCH_CLUSTER_EDIT): the daemon's default maximum, each edit one commit statement. */
+const EDIT_ENTRIES = Number(process.env.KOINII_BENCH_CLUSTER_EDIT ?? 10_000);
 /** Longest a new follower may take to catch up before the run fails. */
 const CATCHUP_BOUND_MS = 15 * 60_000;
 const FAILOVER_RUNS = 3;
@@ -97,6 +93,24 @@ async function pgNode(url: string, role: "writer" | "follower", procs: Proc[]): 
   procs.push(p);
   await healthUntil(p.url, (h) => h.role === role, 30_000, `the ${role}`);
   return p;
+}
+
+/** A POST /v1/assert of an assert's size that the route refuses (400) before the KB runs: `sentence` is not a string. */
+async function assertRefused(pool: Pool, marker: number): Promise<void> {
+  const r = await pool.request({ path: "/v1/assert", method: "POST", headers: json, body: JSON.stringify({ sentence: [markedSentence(marker)], context: "CxBench" }) });
+  const text = await r.body.text();
+  if (r.statusCode !== 400) throw new Error(`the refused assert answered ${r.statusCode}: ${text}`);
+}
+
+/** The daemon's ceiling: `clients` HTTP clients in the same closed loop as `daemonLoad`, every request refused before the store. */
+async function ceilingLoad(url: string, clients: number): Promise<LoopResult> {
+  const pool = new Pool(url, { connections: clients, pipelining: 1 });
+  try {
+    await closedLoop(clients, WARMUP_MS, () => assertRefused(pool, nextMarker++));
+    return await closedLoop(clients, LOAD_MS, () => assertRefused(pool, nextMarker++));
+  } finally {
+    await pool.close();
+  }
 }
 
 async function assertMarked(pool: Pool, marker: number): Promise<void> {
@@ -148,12 +162,14 @@ async function throughput(suite: Suite): Promise<void> {
   const pgRuns = new Map<number, LoopResult>();
   const rawRuns = new Map<number, LoopResult>();
   const sqliteRuns = new Map<number, LoopResult>();
+  const ceilingRuns = new Map<number, LoopResult>();
   let rowNote = "";
   try {
     const daemon = await pgDaemon(storeDb.url);
     try {
       await healthUntil(daemon.url, (h) => h.role === "writer", 30_000, "the writer");
       for (const c of CLIENTS) pgRuns.set(c, await daemonLoad(daemon.url, c));
+      for (const c of CLIENTS) ceilingRuns.set(c, await ceilingLoad(daemon.url, c));
     } finally {
       await daemon.stop();
     }
@@ -194,6 +210,12 @@ async function throughput(suite: Suite): Promise<void> {
       ...(c === 8 ? { minRatio: 3 } : {}),
       note: `group commit vs one insert per transaction; ${p.ops} in ${p.seconds.toFixed(1)} s`,
     });
+    const ceil = ceilingRuns.get(c)!;
+    suite.compare(`daemon_ceiling_c${c}_rps`, ceil.rps, "req/s", `raw_pg_insert_c${c}_rps`, {
+      higherIsBetter: true,
+      note: `the same daemon and loop, POST /v1/assert refused (400) before the store; p50 ${ceil.p50.toFixed(2)} ms; ${ceil.ops} in ${ceil.seconds.toFixed(1)} s`,
+    });
+    suite.compare(`pg_store_assert_c${c}_vs_ceiling`, p.rps, "req/s", `daemon_ceiling_c${c}_rps`, { higherIsBetter: true });
     suite.compare(`pg_store_assert_c${c}_vs_sqlite`, p.rps, "req/s", `sqlite_store_assert_c${c}_rps`, { higherIsBetter: true });
     suite.compare(`pg_store_assert_c${c}_p50`, p.p50, "ms", `raw_pg_insert_c${c}_p50`, { higherIsBetter: false });
     suite.compare(`pg_store_assert_c${c}_p99`, p.p99, "ms", `raw_pg_insert_c${c}_p99`, { higherIsBetter: false });

@@ -97,7 +97,7 @@ export class WriterLock {
 
   /**
    * The election, run while holding the lock: take the lease row (it waits for a commit
-   * transaction in flight, which holds it FOR SHARE, up to lock_timeout), name this holder
+   * in flight, which holds its lock, up to lock_timeout), name this holder
    * with epoch + 1. Undefined when the row stayed locked past lock_timeout (try again).
    */
   async elect(holder: string, leaseMs: number, url: string | null): Promise<number | undefined> {

@@ -7,20 +7,24 @@
  *
  * Group commit (K8, K9): the engine applies a write synchronously and its rows go into the
  * turn's open group (plain values in memory). A `setImmediate` closes the group and queues
- * it; groups commit one at a time, in order, each as ONE transaction. Only after its COMMIT
- * returns are the group's events published and its writers answered. Writes arriving while
- * a transaction is in flight gather into the next group.
+ * it; commits run one at a time, in order, each ONE statement (`koinii_commit`, schema.ts)
+ * in autocommit mode, so its own transaction. Only after it returns are the group's events
+ * published and its writers answered. The groups that queued while a commit was in flight
+ * are merged into the next commit (up to MERGE_MAX_ROWS rows).
  *
  * Fencing (one writer): `open` returns only once this store holds the writer lease (the
  * `lease` row), elected while holding the writer lock, a session advisory lock the writer
  * keeps for as long as it writes (pg-election.ts: its release when the writer dies starts
- * the next election at once). The election bumps the epoch, and the epoch goes into each event row. Every commit transaction first reads the lease row
- * `FOR SHARE` and requires our holder id, our epoch and an unexpired lease, then moves
- * `head_seq` by compare-and-set from the head we last committed. An election takes the row
- * `FOR UPDATE`, so it waits for a commit in flight and the commit that follows it sees the
- * new epoch and fails: a deposed writer commits nothing, and the new writer, which reads the
- * store after its election, sees every group the old one committed (no gap). Losing the
- * lease (a renewal that finds it gone, a commit refused) is a store failure (K12).
+ * the next election at once). The election bumps the epoch, and the epoch goes into each
+ * event row. Every commit first UPDATEs the lease row where it names our holder id and
+ * epoch and is unexpired, extending it (so a committing writer needs no renewal), then
+ * moves `head_seq` by compare-and-set from the head we last committed. An election
+ * updates the same row, so it waits for a commit in flight and the commit that follows it
+ * sees the new epoch and fails: a deposed writer commits nothing, and the new writer, which
+ * reads the store after its election, sees every group the old one committed (no gap).
+ * Losing the lease (a renewal that finds it gone, a commit refused) is a store failure
+ * (K12); a renewal that only timed out on the row's lock is not, while the lease is valid
+ * by this process's own bound (`renew`).
  *
  * Bounds, set on every session: `statement_timeout`, `lock_timeout` and
  * `idle_in_transaction_session_timeout` (a writer paused inside a transaction loses its
@@ -31,7 +35,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
-import { migrationProvider, type Schema } from "./schema.js";
+import { HEAD_MOVED, LEASE_LOST, migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
 import { WriterLock, readLeaseEvicting, sessionTag } from "./pg-election.js";
 import { idempotencyRow, NotWriterError, type Cluster, type ClusterMember, type IdempotencyRow, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
@@ -75,7 +79,17 @@ export interface PgStoreOptions {
    * Default false: `open` waits until elected.
    */
   follow?: boolean;
+  /** Rows (ops) up to which queued groups are merged into one commit; default MERGE_MAX_ROWS. */
+  mergeMaxRows?: number;
 }
+
+/**
+ * Queued groups are merged into one commit up to this many rows: a bound on one commit
+ * statement's size (and time, under `statement_timeout`) when many writes queued behind a
+ * slow one. An edit at the daemon's limit (10 000 entries) is about that many rows and
+ * commits alone.
+ */
+export const MERGE_MAX_ROWS = 20_000;
 
 /** The channel the writer notifies in each commit transaction (payload: the new head seq). */
 export const EVENT_CHANNEL = "koinii_events";
@@ -178,6 +192,11 @@ export class PgStore implements StoreOfRecord, Cluster {
   private readonly tombstones: Map<number, { reason: string; seq: number }>;
   private readonly loadedRows: RawRow[];
   private renewer: NodeJS.Timeout | undefined;
+  private renewing = false;
+  /** performance.now() when the last statement that extended the lease (an election, a renewal, a commit) was sent. */
+  private renewedAt: number;
+  /** A commit merges queued groups up to this many rows (PgStoreOptions.mergeMaxRows). */
+  private readonly mergeMaxRows: number;
   private readonly roster = new PgMembers();
 
   private constructor(
@@ -186,13 +205,15 @@ export class PgStore implements StoreOfRecord, Cluster {
     private readonly url: string,
     /** The writer lock's session: held while this store writes; a follower waits on it. */
     private readonly lock: WriterLock,
-    elected: { holder: string; epoch: number | undefined; limits: PgLimits },
+    elected: { holder: string; epoch: number | undefined; limits: PgLimits; mergeMaxRows: number; electedAt: number },
     snapshot: { meta: StoreMeta; rows: RawRow[]; oldest: number | undefined; tombstones: Map<number, { reason: string; seq: number }> },
   ) {
     this.holder = elected.holder;
     this.epoch = elected.epoch ?? 0;
     this.role = elected.epoch === undefined ? "follower" : "writer";
     this.limits = elected.limits;
+    this.mergeMaxRows = elected.mergeMaxRows;
+    this.renewedAt = elected.electedAt;
     this.openMeta = snapshot.meta;
     this.committedHead = snapshot.meta.headSeq;
     this.knownHead = snapshot.meta.headSeq;
@@ -221,6 +242,8 @@ export class PgStore implements StoreOfRecord, Cluster {
    */
   static async open(opts: PgStoreOptions, signal?: AbortSignal): Promise<PgStore> {
     const limits = checkPgLimits({ ...DEFAULT_PG_LIMITS, ...opts.limits });
+    const mergeMaxRows = opts.mergeMaxRows ?? MERGE_MAX_ROWS;
+    if (!(Number.isSafeInteger(mergeMaxRows) && mergeMaxRows >= 1)) throw new RangeError(`mergeMaxRows must be a positive whole number of rows, got ${mergeMaxRows}`);
     const holder = opts.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     // Every session carries the holder as application_name: an eviction ends them all.
     const session = {
@@ -243,8 +266,12 @@ export class PgStore implements StoreOfRecord, Cluster {
       if (error) throw error;
       lock = await WriterLock.connect(session, (e) => lost?.(e));
       let epoch: number | undefined;
+      let electedAt = 0;
       for (;;) {
-        if (await lock.tryTake()) epoch = await lock.elect(holder, limits.leaseMs, null);
+        if (await lock.tryTake()) {
+          electedAt = performance.now();
+          epoch = await lock.elect(holder, limits.leaseMs, null);
+        }
         if (epoch !== undefined || opts.follow) break;
         await readLeaseEvicting(pool); // a writer paused past its lease gives the lock up
         await sleep(lock.held ? 0 : limits.leaseRenewMs, signal);
@@ -252,7 +279,7 @@ export class PgStore implements StoreOfRecord, Cluster {
       // A writer reads after its election committed; a follower reads whatever is committed:
       // either way one REPEATABLE READ snapshot, so the rows, counters and head agree.
       const snapshot = await readSnapshot(pool);
-      const store = new PgStore(pool, kysely, opts.url, lock, { holder, epoch, limits }, snapshot);
+      const store = new PgStore(pool, kysely, opts.url, lock, { holder, epoch, limits, mergeMaxRows, electedAt }, snapshot);
       lost = (e) => store.abort(Object.assign(new FencedError(`the session of the writer lock ended (${e.message}); epoch ${store.epoch} can no longer be trusted`), { cause: e }));
       return store;
     } catch (e) {
@@ -347,10 +374,15 @@ export class PgStore implements StoreOfRecord, Cluster {
     if (!this.inFlight) this.drained = this.pump();
   }
 
-  /** Commit the queued groups one by one, in order; the first failure stops the store. */
+  /**
+   * Commit the queued groups in order; the first failure stops the store. Every group that
+   * closed while the previous commit was in flight (one per event-loop turn that wrote) is
+   * merged into ONE commit, in order, up to `mergeMaxRows` rows (a single larger group
+   * commits alone): a commit carries every write that queued behind it, not one each.
+   */
   private async pump(): Promise<void> {
     while (this.failed === undefined && this.queue.length) {
-      const g = (this.inFlight = this.queue.shift()!);
+      const g = (this.inFlight = mergeGroups(this.queue, this.mergeMaxRows));
       try {
         if (g.ops.length || g.meta) await this.commitGroup(g);
       } catch (e) {
@@ -365,19 +397,29 @@ export class PgStore implements StoreOfRecord, Cluster {
     }
   }
 
+  /**
+   * The group in ONE statement, its own transaction (`koinii_commit`, schema.ts): the fence
+   * (the lease row updated, so locked, on our holder, epoch and expiry), the extension of the
+   * lease, the head's compare-and-set, the NOTIFY and every row. A refusal of the fence or
+   * of the compare-and-set is a FencedError.
+   */
   private async commitGroup(g: Group): Promise<void> {
-    await this.transaction(async (c) => {
-      if (g.meta) {
-        const moved = await c.query("update meta set value = $1 where key = 'head_seq' and value = $2", [g.meta.headSeq, this.committedHead]);
-        if (moved.rowCount !== 1) throw new FencedError(`head_seq is no longer ${this.committedHead}: another writer committed (epoch ${this.epoch} is stale)`);
-        await c.query("update meta set value = $1 where key = 'next_handle'", [g.meta.nextHandle]);
-        // Delivered at COMMIT, and only if it commits: wakes every follower's tail.
-        await c.query("select pg_notify($1, $2)", [EVENT_CHANNEL, String(g.meta.headSeq)]);
-      }
-      for (const op of g.ops) await runOp(c, op, this.epoch);
-    });
+    const sent = performance.now();
+    try {
+      await this.pool.query("select koinii_commit($1, $2, $3, $4, $5::jsonb)", [this.holder, this.epoch, this.limits.leaseMs, this.committedHead, groupJson(g)]);
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (code === LEASE_LOST || code === HEAD_MOVED) throw Object.assign(new FencedError((e as Error).message), { cause: e });
+      throw e;
+    }
+    this.leaseValid(sent);
     this.commits++;
     if (g.meta) this.committedHead = g.meta.headSeq;
+  }
+
+  /** The lease was extended by a statement sent at `sent` (performance.now()): it is ours until sent + leaseMs at the earliest. */
+  private leaseValid(sent: number): void {
+    this.renewedAt = Math.max(this.renewedAt, sent);
   }
 
   /** Run `fn` in one transaction that first proves this store still holds the lease. */
@@ -467,8 +509,12 @@ export class PgStore implements StoreOfRecord, Cluster {
       );
       while (this.failed === undefined && !this.closing) {
         if (this.lock.held) {
+          const sent = performance.now();
           const epoch = await this.lock.elect(this.holder, this.limits.leaseMs, this.advertised ?? null);
-          if (epoch !== undefined) return await this.promote(epoch);
+          if (epoch !== undefined) {
+            this.leaseValid(sent);
+            return await this.promote(epoch);
+          }
         }
         if (Date.now() >= nextLeaseRead) {
           nextLeaseRead = Date.now() + this.limits.leaseRenewMs;
@@ -581,18 +627,33 @@ export class PgStore implements StoreOfRecord, Cluster {
     await listener?.end().catch(() => {});
   }
 
-  /** Extend the lease; finding it gone (or PostgreSQL unreachable) stops the store (K12). */
+  /**
+   * Extend the lease, unless a commit (which extends it too) did so within the last
+   * `leaseRenewMs`. Finding the lease gone (or PostgreSQL unreachable) stops the store (K12).
+   * A renewal that timed out waiting for the lease row's lock (`lock_timeout`: a commit or
+   * an election holds it) stops it only once the lease may have run out by this process's
+   * own bound (`leaseMs` from the last statement that extended it was sent): until then the
+   * lease is ours whoever holds the lock, and the next period tries again.
+   */
   private async renew(): Promise<void> {
-    if (this.failed !== undefined) return;
+    if (this.failed !== undefined || this.renewing) return;
+    this.renewing = true;
+    const sent = performance.now();
     try {
-      const r = await this.pool.query(
-        "update lease set expires_at = clock_timestamp() + make_interval(secs => $3::float8 / 1000) where name = 'writer' and holder = $1 and epoch = $2 and expires_at > clock_timestamp()",
-        [this.holder, this.epoch, this.limits.leaseMs],
-      );
-      if (r.rowCount !== 1) throw new FencedError(`the writer lease of epoch ${this.epoch} is lost (expired or taken by another daemon)`);
+      if (sent - this.renewedAt >= this.limits.leaseRenewMs) {
+        const r = await this.pool.query(
+          "update lease set expires_at = clock_timestamp() + make_interval(secs => $3::float8 / 1000) where name = 'writer' and holder = $1 and epoch = $2 and expires_at > clock_timestamp()",
+          [this.holder, this.epoch, this.limits.leaseMs],
+        );
+        if (r.rowCount !== 1) throw new FencedError(`the writer lease of epoch ${this.epoch} is lost (expired or taken by another daemon)`);
+        this.leaseValid(sent);
+      }
       this.beat();
     } catch (e) {
-      this.abort(e);
+      const waited = (e as { code?: unknown }).code === "55P03";
+      if (!(waited && performance.now() - this.renewedAt < this.limits.leaseMs)) this.abort(e);
+    } finally {
+      this.renewing = false;
     }
   }
 
@@ -691,34 +752,78 @@ async function readSnapshot(pool: pg.Pool) {
   }
 }
 
-async function runOp(c: pg.PoolClient, op: Op, epoch: number): Promise<void> {
-  switch (op.k) {
-    case "insert":
-      await c.query("insert into sentex (handle, context, sentence, premise, creator, created_at, seq) values ($1, $2, $3, $4, $5, $6, $7)", [op.r.handle, op.r.context, op.r.sentence, op.r.premise, op.r.creator, op.r.createdAt, op.r.seq]);
-      return;
-    case "update":
-      await c.query("update sentex set premise = $1, creator = $2, created_at = $3 where handle = $4", [op.premise, op.creator, op.createdAt, op.handle]);
-      return;
-    case "delete":
-      await c.query("delete from sentex where handle = $1", [op.handle]);
-      await c.query("insert into tombstone (handle, reason, seq) values ($1, $2, $3) on conflict (handle) do nothing", [op.handle, op.reason, op.seq]);
-      return;
-    case "event":
-      await c.query("insert into event (seq, body, write, epoch) values ($1, $2, $3, $4)", [op.seq, op.body, op.write, epoch]);
-      return;
-    case "prune":
-      await c.query("delete from event where seq <= $1", [op.upto]);
-      return;
-    case "idempotency":
-      await c.query(
-        "insert into idempotency (caller, key, request_sha256, status, answer, seq, created_at) values ($1, $2, $3, $4, $5, $6, $7) on conflict (caller, key) do update set request_sha256 = excluded.request_sha256, status = excluded.status, answer = excluded.answer, seq = excluded.seq, created_at = excluded.created_at",
-        [op.r.caller, op.r.key, op.r.requestSha256, op.r.status, op.r.answer, op.r.seq, op.r.createdAt],
-      );
-      return;
-    case "pruneIdempotency":
-      await c.query("delete from idempotency where created_at < $1", [op.before]);
-      return;
+/**
+ * Take the first queued group and merge into it every following one while the rows stay
+ * within `maxRows`: ops in order, the last counters, every waiter and callback in order.
+ * The merged groups were closed, so no write can reach them any more.
+ */
+function mergeGroups(queue: Group[], maxRows: number): Group {
+  const g = queue.shift()!;
+  while (queue.length && g.ops.length + queue[0]!.ops.length <= maxRows) {
+    const next = queue.shift()!;
+    g.ops.push(...next.ops);
+    g.meta = next.meta ?? g.meta;
+    g.waiters.push(...next.waiters);
+    g.after.push(...next.after);
   }
+  return g;
+}
+
+/**
+ * The group as `koinii_commit`'s jsonb argument (schema.ts): rows by kind, in the order the
+ * function applies them. Within a group a handle is inserted before it is updated or
+ * deleted (handles are never reused), so applying kinds in that order equals applying the
+ * ops in order; an update keeps the last one per handle, a tombstone the first, an
+ * idempotency key its last answer, each prune its highest bound (the events and keys a
+ * group writes are newer than any bound it prunes to).
+ */
+function groupJson(g: Group): string {
+  const insert: object[] = [];
+  const update = new Map<number, object>();
+  const del = new Map<number, object>();
+  const event: object[] = [];
+  const idem = new Map<string, object>();
+  let prune: number | undefined;
+  let idemPrune: number | undefined;
+  for (const op of g.ops) {
+    switch (op.k) {
+      case "insert": {
+        const r = op.r;
+        insert.push({ handle: r.handle, context: r.context, sentence: r.sentence, premise: r.premise, creator: r.creator, created_at: r.createdAt, seq: r.seq });
+        break;
+      }
+      case "update":
+        update.set(op.handle, { handle: op.handle, premise: op.premise, creator: op.creator, created_at: op.createdAt });
+        break;
+      case "delete":
+        if (!del.has(op.handle)) del.set(op.handle, { handle: op.handle, reason: op.reason, seq: op.seq });
+        break;
+      case "event":
+        event.push({ seq: op.seq, body: op.body, write: op.write });
+        break;
+      case "prune":
+        prune = Math.max(prune ?? op.upto, op.upto);
+        break;
+      case "idempotency": {
+        const r = op.r;
+        idem.set(JSON.stringify([r.caller, r.key]), { caller: r.caller, key: r.key, request_sha256: r.requestSha256, status: r.status, answer: r.answer, seq: r.seq, created_at: r.createdAt });
+        break;
+      }
+      case "pruneIdempotency":
+        idemPrune = Math.max(idemPrune ?? op.before, op.before);
+        break;
+    }
+  }
+  return JSON.stringify({
+    ...(g.meta ? { head: g.meta.headSeq, nextHandle: g.meta.nextHandle } : {}),
+    insert,
+    update: [...update.values()],
+    delete: [...del.values()],
+    event,
+    idem: [...idem.values()],
+    ...(prune !== undefined ? { prune } : {}),
+    ...(idemPrune !== undefined ? { idemPrune } : {}),
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

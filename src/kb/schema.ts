@@ -167,6 +167,11 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
               await db.schema.alterTable("event").addColumn("epoch", "bigint").execute();
             },
           },
+          "007-commit-function": {
+            async up(db: Kysely<unknown>) {
+              await sql.raw(COMMIT_FUNCTION).execute(db);
+            },
+          },
         }
       : {}),
     "005-idempotency-keys": {
@@ -187,5 +192,66 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     },
   };
 }
+
+/** SQLSTATE of a commit refused because the lease is not ours (expired, or another holder or epoch). */
+export const LEASE_LOST = "KF001";
+/** SQLSTATE of a commit refused because `head_seq` is not the head this writer last committed. */
+export const HEAD_MOVED = "KF002";
+
+/**
+ * One group commit in ONE statement (PostgreSQL; pgstore.ts calls it in autocommit mode, so
+ * the statement is its own transaction and any exception rolls all of it back):
+ * `koinii_commit(holder, epoch, lease_ms, expected_head, group)`. It first extends the lease
+ * by `lease_ms` from `clock_timestamp()` through an UPDATE whose condition is the fence
+ * (our holder, our epoch, not expired), so the lease row stays locked until this
+ * transaction ends and an election waits for it; no row: LEASE_LOST. Then, when the group
+ * moves the head, the compare-and-set of `head_seq` (else HEAD_MOVED), `next_handle` and the
+ * NOTIFY (delivered at commit, only if it commits); then the group's rows, one multi-row
+ * statement per kind, in this order: sentex inserts, updates, deletes and their
+ * tombstones, event inserts (with the epoch), the event prune, the idempotency prune and
+ * the idempotency upserts. `group` is jsonb: {head?, nextHandle?, insert, update, delete,
+ * event, prune?, idem, idemPrune?} (arrays of row objects; pgstore.ts `groupJson`).
+ */
+const COMMIT_FUNCTION = `
+create or replace function koinii_commit(p_holder text, p_epoch bigint, p_lease_ms float8, p_head bigint, g jsonb) returns void
+language plpgsql as $fn$
+begin
+  update lease set expires_at = clock_timestamp() + make_interval(secs => p_lease_ms / 1000)
+    where name = 'writer' and holder = p_holder and epoch = p_epoch and expires_at > clock_timestamp();
+  if not found then
+    raise exception using errcode = '${LEASE_LOST}', message = format('the writer lease of epoch %s is lost (expired or taken by another daemon)', p_epoch);
+  end if;
+  if g ? 'head' then
+    update meta set value = (g->>'head')::bigint where key = 'head_seq' and value = p_head;
+    if not found then
+      raise exception using errcode = '${HEAD_MOVED}', message = format('head_seq is no longer %s: another writer committed (epoch %s is stale)', p_head, p_epoch);
+    end if;
+    update meta set value = (g->>'nextHandle')::bigint where key = 'next_handle';
+    perform pg_notify('koinii_events', g->>'head');
+  end if;
+  insert into sentex (handle, context, sentence, premise, creator, created_at, seq)
+    select x.handle, x.context, x.sentence, x.premise, x.creator, x.created_at, x.seq
+    from jsonb_to_recordset(g->'insert') as x(handle bigint, context text, sentence text, premise integer, creator text, created_at bigint, seq bigint);
+  update sentex s set premise = x.premise, creator = x.creator, created_at = x.created_at
+    from jsonb_to_recordset(g->'update') as x(handle bigint, premise integer, creator text, created_at bigint)
+    where s.handle = x.handle;
+  delete from sentex where handle in (select x.handle from jsonb_to_recordset(g->'delete') as x(handle bigint));
+  insert into tombstone (handle, reason, seq)
+    select x.handle, x.reason, x.seq from jsonb_to_recordset(g->'delete') as x(handle bigint, reason text, seq bigint)
+    on conflict (handle) do nothing;
+  insert into event (seq, body, write, epoch)
+    select x.seq, x.body, x.write, p_epoch from jsonb_to_recordset(g->'event') as x(seq bigint, body text, write text);
+  if g ? 'prune' then
+    delete from event where seq <= (g->>'prune')::bigint;
+  end if;
+  if g ? 'idemPrune' then
+    delete from idempotency where created_at < (g->>'idemPrune')::bigint;
+  end if;
+  insert into idempotency (caller, key, request_sha256, status, answer, seq, created_at)
+    select x.caller, x.key, x.request_sha256, x.status, x.answer, x.seq, x.created_at
+    from jsonb_to_recordset(g->'idem') as x(caller text, key text, request_sha256 text, status integer, answer text, seq bigint, created_at bigint)
+    on conflict (caller, key) do update set request_sha256 = excluded.request_sha256, status = excluded.status, answer = excluded.answer, seq = excluded.seq, created_at = excluded.created_at;
+end
+$fn$`;
 
 export const migrationProvider = (dialect: Dialect): MigrationProvider => ({ getMigrations: async () => migrationsFor(dialect) });

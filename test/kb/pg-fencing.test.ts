@@ -6,9 +6,11 @@
  * gap; the deposed writer's next commit is refused inside its own transaction, stores
  * nothing, and stops that KB (fail-stop).
  */
+import pg from "pg";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { openKb, type Kb } from "../../src/kb/index.js";
 import { PgStore, checkPgLimits, DEFAULT_PG_LIMITS } from "../../src/kb/pgstore.js";
+import { DEFAULT_DAEMON_LIMITS } from "../../src/daemon/server.js";
 import { CONTEXTS_DIR, believed, refusal } from "./helpers.js";
 import { freshDatabase, pgQuery } from "./pg.js";
 
@@ -17,6 +19,27 @@ async function kbOn(store: PgStore): Promise<Kb> {
   onTestFinished(() => kb.close());
   return kb;
 }
+
+/** Another session takes the lease row FOR UPDATE (as an election does); resolves, holding it, to its release. */
+async function lockLeaseRow(url: string): Promise<() => Promise<void>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query("begin");
+  await c.query("select 1 from lease where name = 'writer' for update");
+  return async () => {
+    await c.query("rollback");
+    await c.end();
+  };
+}
+
+/** The lease row locked by another session for `ms`. */
+async function holdLeaseRow(url: string, ms: number): Promise<void> {
+  const release = await lockLeaseRow(url);
+  await new Promise((r) => setTimeout(r, ms));
+  await release();
+}
+
+const sentexCount = async (url: string) => Number((await pgQuery<{ n: string }>(url, "select count(*) as n from sentex"))[0]!.n);
 
 const lease = (url: string) => pgQuery<{ holder: string; epoch: number }>(url, "select holder, epoch::int from lease where name = 'writer'");
 
@@ -85,5 +108,99 @@ describe("the fenced writer on PostgreSQL", () => {
     await b.close();
     expect(() => checkPgLimits({ ...DEFAULT_PG_LIMITS, leaseMs: 1_000, leaseRenewMs: 600 })).toThrow(/at most half of leaseMs/);
     expect(() => checkPgLimits({ ...DEFAULT_PG_LIMITS, lockTimeoutMs: 0 })).toThrow(/lockTimeoutMs must be a positive whole number/);
+  });
+
+  it("a commit under an epoch that moved on (same holder name, lease live) is refused inside its one statement and stores nothing", async () => {
+    const url = await freshDatabase();
+    // Renewals too rare to notice first: the commit itself must refuse.
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    const kept = await kbA.assert("(dog Muffet)", "CxPets");
+    // An election that named the same holder again (a daemon restarted with a fixed name): only the epoch differs.
+    await pgQuery(url, "update lease set epoch = epoch + 1 where name = 'writer'");
+    expect((await refusal(() => kbA.assert("(dog Stale)", "CxPets"))).type).toBe("unavailable");
+    expect(kbA.failure?.reason).toMatch(/lease of epoch 1 is lost/);
+    expect(await pgQuery(url, "select handle from sentex where sentence = '(dog Stale)'")).toEqual([]);
+    const [head] = await pgQuery<{ value: string }>(url, "select value from meta where key = 'head_seq'");
+    expect(Number(head!.value)).toBe(kept.seq);
+    expect(await pgQuery(url, "select seq from event where seq > $1", [kept.seq])).toEqual([]);
+  });
+
+  it("a commit over a head another writer moved is refused and stores nothing", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    const kept = await kbA.assert("(dog Muffet)", "CxPets");
+    const rows = await sentexCount(url);
+    await pgQuery(url, "update meta set value = value + 1 where key = 'head_seq'");
+    expect((await refusal(() => kbA.assert("(dog Stale)", "CxPets"))).type).toBe("unavailable");
+    expect(kbA.failure?.reason).toMatch(new RegExp(`head_seq is no longer ${kept.seq}`));
+    expect(await sentexCount(url)).toBe(rows);
+    expect(await pgQuery(url, "select seq from event where seq > $1", [kept.seq])).toEqual([]);
+  });
+
+  it("a commit extends the lease: a writer that commits is not deposed for want of a renewal", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    await pgQuery(url, "update lease set expires_at = clock_timestamp() + interval '2 seconds' where name = 'writer'");
+    await kbA.assert("(dog Muffet)", "CxPets");
+    const [row] = await pgQuery<{ far: boolean }>(url, "select expires_at > clock_timestamp() + interval '30 seconds' as far from lease where name = 'writer'");
+    expect(row!.far).toBe(true);
+  });
+
+  it(`an edit of ${DEFAULT_DAEMON_LIMITS.maxEditEntries} entries (the daemon's default limit) commits while renewals run into lock_timeout, and the store keeps running`, async () => {
+    const url = await freshDatabase();
+    // Renewals every 100 ms with a lock_timeout of 50 ms, far shorter than such a commit:
+    // a renewal that waits on the commit's row lock times out, and must not stop the store.
+    const limits = { leaseRenewMs: 100, lockTimeoutMs: 50 };
+    const a = await PgStore.open({ url, holder: "daemon-a", limits });
+    const kbA = await kbOn(a);
+    const n = DEFAULT_DAEMON_LIMITS.maxEditEntries;
+    const before = await sentexCount(url);
+    const add = Array.from({ length: n }, (_, i) => ({ sentence: `(rel E${i} V${i})`, context: "CxPets" }));
+    const edit = await kbA.edit({ add });
+    expect(edit.added).toHaveLength(n);
+    expect(await sentexCount(url)).toBe(before + n);
+    // Several renewal periods later the store still writes.
+    await new Promise((r) => setTimeout(r, 10 * limits.leaseRenewMs));
+    expect(kbA.failure).toBeUndefined();
+    const next = await kbA.assert("(dog Muffet)", "CxPets");
+    expect(next.seq).toBe(edit.seq + 1);
+    expect(await sentexCount(url)).toBe(before + n + 1);
+  }, 120_000);
+
+  it("a renewal that times out on the lease row's lock while the lease is valid by the writer's own bound does not stop the store; past the lease it does", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 3_000, leaseRenewMs: 100, lockTimeoutMs: 50 } });
+    const kbA = await kbOn(a);
+    // Renewals run into lock_timeout for most of a second, well within the lease.
+    await holdLeaseRow(url, 800);
+    expect(kbA.failure).toBeUndefined();
+    await kbA.assert("(dog Muffet)", "CxPets");
+    expect(kbA.failure).toBeUndefined();
+    // Held past the lease: the writer can no longer know it still holds it, and stops.
+    const stopped = new Promise<string>((resolve) => kbA.onFailure((f) => resolve(f.reason)));
+    await holdLeaseRow(url, 4_000);
+    expect(await stopped).toMatch(/lock timeout|lease of epoch 1 is lost/);
+  }, 30_000);
+
+  it("writes that arrive, each in its own event-loop turn, while a commit is in flight are committed together by the next commit", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    const before = a.commits;
+    // The first write's commit waits on the row lock; 49 more writes arrive meanwhile.
+    const release = await lockLeaseRow(url);
+    const writes = [];
+    for (let i = 0; i < 50; i++) {
+      writes.push(kbA.assert(`(dog D${i})`, "CxPets"));
+      await new Promise((r) => setImmediate(r));
+    }
+    await release();
+    const seqs = (await Promise.all(writes)).map((w) => w.seq);
+    expect(seqs).toEqual(Array.from({ length: 50 }, (_, i) => seqs[0]! + i));
+    expect(a.commits - before).toBe(2);
+    expect(await pgQuery(url, "select seq from event where seq >= $1", [seqs[0]])).toHaveLength(50);
   });
 });
