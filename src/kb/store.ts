@@ -58,6 +58,10 @@ export class SqliteStore implements StoreOfRecord {
   private afterCommit: (() => void)[] = [];
   private failed: unknown;
   private pendingMeta: StoreMeta | undefined;
+  /** The counters the open group's newest event row carries; a `meta` update is needed only when they differ from `pendingMeta`. */
+  private eventMeta: StoreMeta | undefined;
+  /** The open group pruned events: `meta` is written, whatever the event rows carry. */
+  private pruned = false;
   /** `full` durability: the WAL's file descriptor, fsynced after each COMMIT. */
   private walFd: number | undefined;
   /** Committed groups waiting for the next fsync, and the batch the running fsync covers. */
@@ -93,7 +97,8 @@ export class SqliteStore implements StoreOfRecord {
       ),
       begin: db.prepare("BEGIN"),
       commit: db.prepare("COMMIT"),
-      insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "" }).compile()),
+      insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "", next_handle: 0 }).compile()),
+      newestCounters: prep(k.selectFrom("event").select(["seq", "next_handle"]).where("next_handle", "is not", null).orderBy("seq", "desc").limit(1).compile()),
       readEvents: prep(k.selectFrom("event").select(["seq", "body"]).where("seq", ">", 0).orderBy("seq").limit(0).compile()),
       oldestEvent: prep(k.selectFrom("event").select((eb) => eb.fn.min("seq").as("seq")).compile()),
       pruneEvents: prep(k.deleteFrom("event").where("seq", "<=", 0).compile()),
@@ -129,9 +134,20 @@ export class SqliteStore implements StoreOfRecord {
         k.selectFrom("idempotency").select(["caller", "key", "request_sha256", "status", "answer", "seq", "created_at"]).where("created_at", ">=", 0).orderBy("created_at").compile(),
       ),
     };
+    this.openMeta = this.readMeta();
+  }
+
+  /**
+   * The counters: the `meta` row, or the newest event row that carries them where it is
+   * ahead. Both only grow, and every committed group left its final counters in one of the
+   * two (see `flushMeta`), so the larger of each is exact. Rows written before migration 008
+   * carry no `next_handle`; their groups all wrote `meta`.
+   */
+  private readMeta(): StoreMeta {
     const rows = this.stmts.meta!.all() as { key: string; value: number }[];
     const get = (key: string) => rows.find((r) => r.key === key)?.value ?? 0;
-    this.openMeta = { nextHandle: get("next_handle"), headSeq: get("head_seq") };
+    const newest = this.stmts.newestCounters!.get(1) as { seq: number; next_handle: number | null } | undefined;
+    return { nextHandle: Math.max(get("next_handle"), newest?.next_handle ?? 0), headSeq: Math.max(get("head_seq"), newest?.seq ?? 0) };
   }
 
   /** Open (creating and migrating as needed) the store file at `path`. */
@@ -232,7 +248,8 @@ export class SqliteStore implements StoreOfRecord {
       const waiters = this.waiters;
       this.waiters = [];
       this.afterCommit = [];
-      this.pendingMeta = undefined;
+      this.pendingMeta = this.eventMeta = undefined;
+      this.pruned = false;
       for (const w of waiters) w.reject(this.failed);
     }
     if (first) this.onFailure?.(e);
@@ -272,20 +289,36 @@ export class SqliteStore implements StoreOfRecord {
     this.stmts.insertTombstone!.run(handle, reason, seq);
   }
 
-  /** Record the counters; written once per group, just before its COMMIT. */
+  /** Record the counters; they reach the file with the group's newest event row, or in `meta` just before COMMIT. */
   setMeta(meta: StoreMeta): void {
     this.pendingMeta = meta;
   }
 
+  /**
+   * A group whose newest event row carries its final counters (a write's event: its seq is
+   * the head) writes no `meta` row: one page fewer per commit. A group without one (the
+   * reopen's repairs), or that pruned events (the row carrying them may be gone), does.
+   */
   private flushMeta(): void {
-    if (!this.pendingMeta) return;
-    this.stmts.setMeta!.run(this.pendingMeta.nextHandle, this.pendingMeta.headSeq, "next_handle", "head_seq");
-    this.pendingMeta = undefined;
+    const m = this.pendingMeta;
+    const e = this.eventMeta;
+    if (m && (this.pruned || e?.headSeq !== m.headSeq || e.nextHandle !== m.nextHandle)) {
+      this.stmts.setMeta!.run(m.nextHandle, m.headSeq, "next_handle", "head_seq");
+    }
+    this.pendingMeta = this.eventMeta = undefined;
+    this.pruned = false;
   }
 
-  /** The write's input is not kept: one SQLite file has one daemon, and nobody replays it. */
+  /**
+   * The write's input is not kept: one SQLite file has one daemon, and nobody replays it.
+   * The row carries `next_handle` when the counters set last are this event's (the KB sets
+   * them just before it inserts the event).
+   */
   insertEvent(seq: number, body: string, _write: string): void {
-    this.stmts.insertEvent!.run(seq, body);
+    const m = this.pendingMeta;
+    const next = m?.headSeq === seq ? m.nextHandle : null;
+    this.stmts.insertEvent!.run(seq, body, next);
+    this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
   }
 
   /** Durable events after `afterSeq`, oldest first, at most `limit`. */
@@ -300,6 +333,7 @@ export class SqliteStore implements StoreOfRecord {
 
   pruneEvents(uptoSeq: number): void {
     this.stmts.pruneEvents!.run(uptoSeq);
+    this.pruned = true;
   }
 
   insertIdempotency(r: IdempotencyRow): void {
