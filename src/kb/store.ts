@@ -22,6 +22,7 @@ import Database from "better-sqlite3";
 import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
+import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
@@ -310,20 +311,21 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   /**
-   * The write's input is not kept: one SQLite file has one daemon, and nobody replays it.
-   * The row carries `next_handle` when the counters set last are this event's (the KB sets
-   * them just before it inserts the event).
+   * The event in its compact encoding (event.ts). The write's input is not kept: one SQLite
+   * file has one daemon, and nobody replays it. The row carries `next_handle` when the
+   * counters set last are this event's (the KB sets them just before it inserts the event).
    */
-  insertEvent(seq: number, body: string, _write: string): void {
+  insertEvent(event: FeedEvent, _write: () => string): void {
+    const seq = event.seq;
     const m = this.pendingMeta;
     const next = m?.headSeq === seq ? m.nextHandle : null;
-    this.stmts.insertEvent!.run(seq, body, next);
+    this.stmts.insertEvent!.run(seq, encodeEvent(event), next);
     this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
   }
 
   /** Durable events after `afterSeq`, oldest first, at most `limit`. */
-  async readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]> {
-    return this.stmts.readEvents!.all(afterSeq, limit) as { seq: number; body: string }[];
+  async readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]> {
+    return (this.stmts.readEvents!.all(afterSeq, limit) as { seq: number; body: string }[]).map((r) => decodeEvent(r.seq, r.body));
   }
 
   oldestEventSeq(): number | undefined {

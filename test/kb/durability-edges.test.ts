@@ -144,9 +144,9 @@ describe("fail-stop (K12)", () => {
     // The store refuses the Nth statement from here on (N = 2: the second write's event row).
     const insertEvent = kb.store.insertEvent.bind(kb.store);
     let calls = 0;
-    kb.store.insertEvent = (seq, body, write) => {
+    kb.store.insertEvent = (event, write) => {
       if (++calls === 2) throw Object.assign(new Error("SQLITE_FULL: database or disk is full"), { code: "SQLITE_FULL" });
-      insertEvent(seq, body, write);
+      insertEvent(event, write);
     };
     const failures: string[] = [];
     kb.onFailure((f) => failures.push(f.reason));
