@@ -11,7 +11,7 @@
  *   event encoding   encodeEvent (the store's compact log body; JSON.stringify inside it is
  *                    a V8 builtin without a frame of its own)
  *   event object     the rest of Kb.applyAndPersist: the rows and the event object built
- *   inserts          Store.insertSentex + Store.insertEvent + Store.setMeta, less the encoding
+ *   inserts          Store.insertSentexes + Store.insertEvent + Store.setMeta, less the encoding
  *   BEGIN, COMMIT    Store.begin, Store.commit
  *
  * The rest of the wall time is the await, the turn that closes the group and the loop.
@@ -54,7 +54,7 @@ async function profiled(label: string, entries: number, body: (kb: Kb) => Promis
     await kb.close();
     const file = join(dir, "write.cpuprofile");
     writeFileSync(file, JSON.stringify(profile));
-    const stores = ["insertSentex@store.js", "insertEvent@store.js", "setMeta@store.js"];
+    const stores = ["insertSentexes@store.js", "insertEvent@store.js", "setMeta@store.js"];
     const times = inclusive(file, [...STAGES.flatMap(([, k]) => k), ...stores, "applyAndPersist@kb.js"]);
     const stage = (keys: string[]) => keys.reduce((n, k) => n + times.get(k)!, 0) / entries;
     suite.add(`${label}.wall_per_entry`, { value: wallUs, unit: "us", note: `${entries} entries` });

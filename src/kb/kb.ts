@@ -198,7 +198,7 @@ export class Kb {
     // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
     if (rebuilt.created.length || rebuilt.removedHandles.length) {
       store.begin();
-      for (const n of rebuilt.created) store.insertSentex(kb.row(n));
+      store.insertSentexes(rebuilt.created.map((n) => kb.row(n)));
       for (const h of rebuilt.removedHandles) store.deleteSentex(h, "unsupported", meta.headSeq);
       store.setMeta({ nextHandle: engine.nextHandle, headSeq: engine.headSeq });
       await store.durable();
@@ -388,7 +388,7 @@ export class Kb {
   /** Hand one applied write's rows, counters and event to the store's open group. */
   private persist(outcome: WriteOutcome, input: () => string): void {
     const seq = outcome.seq!;
-    for (const n of outcome.created) this.store.insertSentex(this.row(n));
+    if (outcome.created.length) this.store.insertSentexes(outcome.created.map((n) => this.row(n)));
     for (const n of outcome.updated) this.store.updateSentex(n.h, n.premise, n.creator, n.createdAt);
     for (const d of outcome.deleted) this.store.deleteSentex(d.node.h, d.reason, seq);
     this.store.setMeta({ nextHandle: this.engine.nextHandle, headSeq: seq });

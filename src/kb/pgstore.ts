@@ -316,8 +316,9 @@ export class PgStore implements StoreOfRecord, Cluster {
     return this.open;
   }
 
-  insertSentex(r: StoredRow): void {
-    this.group().ops.push({ k: "insert", r: { ...r } });
+  insertSentexes(rows: readonly StoredRow[]): void {
+    const ops = this.group().ops;
+    for (const r of rows) ops.push({ k: "insert", r: { ...r } });
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {

@@ -73,7 +73,8 @@ export interface StoreOfRecord {
   begin(): void;
   /** The serial of the group rows join now (grows by one at each `begin` that opens a group). */
   readonly groupSerial: number;
-  insertSentex(r: StoredRow): void;
+  /** The rows of the sentexes one write (or the reopen's repairs) created, in handle order. */
+  insertSentexes(rows: readonly StoredRow[]): void;
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void;
   deleteSentex(handle: number, reason: string, seq: number): void;
   /** The group's counters, written once per group inside its transaction. */

@@ -36,6 +36,10 @@ export interface StoreOptions {
   fsync?: FsyncFn;
 }
 
+/** Rows per multi-row sentex INSERT, and the columns of one row (7 * 64 parameters, well under SQLite's 32 766). */
+const INSERT_BATCH = 64;
+const ROW_COLUMNS = 7;
+
 interface Group {
   waiters: { resolve: () => void; reject: (e: unknown) => void }[];
   after: (() => void)[];
@@ -59,6 +63,8 @@ export class SqliteStore implements StoreOfRecord {
   private afterCommit: (() => void)[] = [];
   private failed: unknown;
   private pendingMeta: StoreMeta | undefined;
+  /** The parameters of one `insertSentexBatch`, reused by every batch. */
+  private readonly rowParams: (number | string | null)[] = new Array(INSERT_BATCH * ROW_COLUMNS);
   /** The counters the open group's newest event row carries; a `meta` update is needed only when they differ from `pendingMeta`. */
   private eventMeta: StoreMeta | undefined;
   /** The open group pruned events: `meta` is written, whatever the event rows carry. */
@@ -85,6 +91,7 @@ export class SqliteStore implements StoreOfRecord {
     const row = { handle: 0, context: "", sentence: "", premise: 0, creator: null, created_at: 0, seq: 0 };
     this.stmts = {
       insertSentex: prep(k.insertInto("sentex").values(row).compile()),
+      insertSentexBatch: prep(k.insertInto("sentex").values(Array.from({ length: INSERT_BATCH }, () => row)).compile()),
       updateSentex: prep(k.updateTable("sentex").set({ premise: 0, creator: null, created_at: 0 }).where("handle", "=", 0).compile()),
       deleteSentex: prep(k.deleteFrom("sentex").where("handle", "=", 0).compile()),
       insertTombstone: prep(k.insertInto("tombstone").values({ handle: 0, reason: "", seq: 0 }).onConflict((oc) => oc.column("handle").doNothing()).compile()),
@@ -277,8 +284,32 @@ export class SqliteStore implements StoreOfRecord {
     });
   }
 
-  insertSentex(r: StoredRow): void {
-    this.stmts.insertSentex!.run(r.handle, r.context, r.sentence, r.premise, r.creator, r.createdAt, r.seq);
+  /**
+   * INSERT_BATCH rows per statement while a whole batch is left (an edit's rows), through
+   * one reused parameter array; the rest one statement each. One statement per 64 rows
+   * costs a third less per row than one per row (a better-sqlite3 call and a VDBE run each).
+   */
+  insertSentexes(rows: readonly StoredRow[]): void {
+    const buf = this.rowParams;
+    let i = 0;
+    for (; i + INSERT_BATCH <= rows.length; i += INSERT_BATCH) {
+      for (let j = 0; j < INSERT_BATCH; j++) {
+        const r = rows[i + j]!;
+        const o = j * ROW_COLUMNS;
+        buf[o] = r.handle;
+        buf[o + 1] = r.context;
+        buf[o + 2] = r.sentence;
+        buf[o + 3] = r.premise;
+        buf[o + 4] = r.creator;
+        buf[o + 5] = r.createdAt;
+        buf[o + 6] = r.seq;
+      }
+      this.stmts.insertSentexBatch!.run(buf);
+    }
+    for (; i < rows.length; i++) {
+      const r = rows[i]!;
+      this.stmts.insertSentex!.run(r.handle, r.context, r.sentence, r.premise, r.creator, r.createdAt, r.seq);
+    }
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {

@@ -210,7 +210,7 @@ describe("fail-stop (K12)", () => {
     try {
       const post = (path: string, body: unknown) => fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       expect((await post("/v1/assert", { sentence: "(dog Muffet)", context: "CxPets" })).status).toBe(200);
-      kb.store.insertSentex = () => {
+      kb.store.insertSentexes = () => {
         throw Object.assign(new Error("SQLITE_IOERR: disk I/O error"), { code: "SQLITE_IOERR" });
       };
       const failed = await post("/v1/assert", { sentence: "(dog Rex)", context: "CxPets" });
