@@ -8,9 +8,10 @@
  *   engine           Engine.apply (belief, indexes, derivations)
  *   event record     Kb.record (the added sentex as the event shows it), of which
  *   locator sha256   locatorOf
- *   event encoding   the rest of Kb.applyAndPersist: the rows and the event object built,
- *                    JSON.stringify of the event (a V8 builtin, so it has no frame of its own)
- *   inserts          Store.insertSentex + Store.insertEvent + Store.setMeta
+ *   event encoding   encodeEvent (the store's compact log body; JSON.stringify inside it is
+ *                    a V8 builtin without a frame of its own)
+ *   event object     the rest of Kb.applyAndPersist: the rows and the event object built
+ *   inserts          Store.insertSentexes + Store.insertEvent + Store.setMeta, less the encoding
  *   BEGIN, COMMIT    Store.begin, Store.commit
  *
  * The rest of the wall time is the await, the turn that closes the group and the loop.
@@ -31,7 +32,7 @@ const STAGES: [string, string[]][] = [
   ["engine_apply", ["apply@engine.js"]],
   ["event_record", ["record@kb.js"]],
   ["locator_sha256", ["locatorOf@term.js"]],
-  ["inserts", ["insertSentex@store.js", "insertEvent@store.js", "setMeta@store.js"]],
+  ["event_encoding", ["encodeEvent@event.js"]],
   ["begin", ["begin@store.js"]],
   ["commit", ["commit@store.js"]],
 ];
@@ -53,14 +54,16 @@ async function profiled(label: string, entries: number, body: (kb: Kb) => Promis
     await kb.close();
     const file = join(dir, "write.cpuprofile");
     writeFileSync(file, JSON.stringify(profile));
-    const times = inclusive(file, [...STAGES.flatMap(([, k]) => k), "applyAndPersist@kb.js"]);
+    const stores = ["insertSentexes@store.js", "insertEvent@store.js", "setMeta@store.js"];
+    const times = inclusive(file, [...STAGES.flatMap(([, k]) => k), ...stores, "applyAndPersist@kb.js"]);
     const stage = (keys: string[]) => keys.reduce((n, k) => n + times.get(k)!, 0) / entries;
     suite.add(`${label}.wall_per_entry`, { value: wallUs, unit: "us", note: `${entries} entries` });
     const share = (us: number) => `${((us / wallUs) * 100).toFixed(0)}% of wall`;
     for (const [name, keys] of STAGES) suite.add(`${label}.${name}`, { value: stage(keys), unit: "us", note: share(stage(keys)) });
-    const within = ["apply@engine.js", "record@kb.js", "insertSentex@store.js", "insertEvent@store.js", "setMeta@store.js"];
-    const encoding = stage(["applyAndPersist@kb.js"]) - stage(within);
-    suite.add(`${label}.event_encoding`, { value: encoding, unit: "us", note: `${share(encoding)}; applyAndPersist less the engine, record and inserts` });
+    const inserts = stage(stores) - stage(["encodeEvent@event.js"]);
+    suite.add(`${label}.inserts`, { value: inserts, unit: "us", note: `${share(inserts)}; the three statements, less the encoding` });
+    const object = stage(["applyAndPersist@kb.js"]) - stage(["apply@engine.js", "record@kb.js", ...stores]);
+    suite.add(`${label}.event_object`, { value: object, unit: "us", note: `${share(object)}; applyAndPersist less the engine, record and store calls` });
   } finally {
     session.disconnect();
     rmSync(dir, { recursive: true, force: true });

@@ -35,35 +35,9 @@ import { goalShape, literalShape, checkContextName } from "./sentence.js";
 import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
 import { loadContextsDir } from "./loader.js";
 import { ProgressMeter, type ProgressSink } from "./progress.js";
+import type { FeedEvent, SentexRecord } from "./event.js";
 
-export interface SentexRecord {
-  handle: number;
-  sentence: string;
-  context: string;
-  truth: "true" | "false";
-  strength: Strength;
-  creator: string | null;
-  createdAt: number;
-  seq: number;
-  derived: boolean;
-  believed: boolean;
-  locator: string;
-}
-
-export interface RemovedEntry {
-  handle: number;
-  sentence: string;
-  context: string;
-  reason: RemovalReason;
-}
-
-/** One write's belief diff (K2): what entered belief and what left it, with why. */
-export interface FeedEvent {
-  seq: number;
-  added: SentexRecord[];
-  removed: RemovedEntry[];
-  bounded?: Bounded;
-}
+export type { FeedEvent, SentexRecord, RemovedEntry } from "./event.js";
 
 export interface AssertResult {
   handle: number;
@@ -149,7 +123,7 @@ export type EventListener = (event: FeedEvent) => void;
 interface WriteInput {
   at: number;
   add: WrittenAdd[];
-  remove: number[];
+  remove: readonly number[];
 }
 
 /**
@@ -224,7 +198,7 @@ export class Kb {
     // Persist what the rebuild had to mint or found underivable; no event (recover is silent).
     if (rebuilt.created.length || rebuilt.removedHandles.length) {
       store.begin();
-      for (const n of rebuilt.created) store.insertSentex(kb.row(n));
+      store.insertSentexes(rebuilt.created.map((n) => kb.row(n)));
       for (const h of rebuilt.removedHandles) store.deleteSentex(h, "unsupported", meta.headSeq);
       store.setMeta({ nextHandle: engine.nextHandle, headSeq: engine.headSeq });
       await store.durable();
@@ -394,7 +368,7 @@ export class Kb {
   private applyAndPersist(adds: readonly PreparedAdd[], removes: readonly number[], at?: number): WriteOutcome {
     return this.clock.hold((now) => {
       const outcome = this.engine.apply(adds, removes, this.engine.headSeq + 1);
-      if (outcome.seq !== undefined) this.persist(outcome, { at: now, add: adds.map(Engine.written), remove: [...removes] });
+      if (outcome.seq !== undefined) this.persist(outcome, () => JSON.stringify({ at: now, add: adds.map(Engine.written), remove: removes } satisfies WriteInput));
       return outcome;
     }, at);
   }
@@ -412,9 +386,9 @@ export class Kb {
   }
 
   /** Hand one applied write's rows, counters and event to the store's open group. */
-  private persist(outcome: WriteOutcome, input: WriteInput): void {
+  private persist(outcome: WriteOutcome, input: () => string): void {
     const seq = outcome.seq!;
-    for (const n of outcome.created) this.store.insertSentex(this.row(n));
+    if (outcome.created.length) this.store.insertSentexes(outcome.created.map((n) => this.row(n)));
     for (const n of outcome.updated) this.store.updateSentex(n.h, n.premise, n.creator, n.createdAt);
     for (const d of outcome.deleted) this.store.deleteSentex(d.node.h, d.reason, seq);
     this.store.setMeta({ nextHandle: this.engine.nextHandle, headSeq: seq });
@@ -424,7 +398,7 @@ export class Kb {
       removed: outcome.beliefRemoved.map(({ node, reason }) => ({ handle: node.h, sentence: node.text, context: node.ctx, reason })),
     };
     if (outcome.bounded) event.bounded = outcome.bounded;
-    this.store.insertEvent(seq, JSON.stringify(event), JSON.stringify(input));
+    this.store.insertEvent(event, input);
     if (++this.writesSinceprune >= 1024) {
       this.writesSinceprune = 0;
       if (seq > this.feedRetentionEvents) this.store.pruneEvents(seq - this.feedRetentionEvents);
@@ -462,7 +436,7 @@ export class Kb {
 
   /** Durable events after `afterSeq` (oldest first, at most `limit`). */
   async readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]> {
-    return (await this.store.readEvents(afterSeq, limit)).map((r) => JSON.parse(r.body) as FeedEvent);
+    return this.store.readEvents(afterSeq, limit);
   }
 
   /** The oldest seq the durable log still holds (head + 1 when empty). */

@@ -35,6 +35,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
+import type { FeedEvent } from "./event.js";
 import { HEAD_MOVED, LEASE_LOST, migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
 import { WriterLock, readLeaseEvicting, sessionTag } from "./pg-election.js";
@@ -315,8 +316,9 @@ export class PgStore implements StoreOfRecord, Cluster {
     return this.open;
   }
 
-  insertSentex(r: StoredRow): void {
-    this.group().ops.push({ k: "insert", r: { ...r } });
+  insertSentexes(rows: readonly StoredRow[]): void {
+    const ops = this.group().ops;
+    for (const r of rows) ops.push({ k: "insert", r: { ...r } });
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
@@ -331,8 +333,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.group().meta = { ...meta };
   }
 
-  insertEvent(seq: number, body: string, write: string): void {
-    this.group().ops.push({ k: "event", seq, body, write });
+  insertEvent(event: FeedEvent, write: () => string): void {
+    this.group().ops.push({ k: "event", seq: event.seq, body: JSON.stringify(event), write: write() });
   }
 
   pruneEvents(uptoSeq: number): void {
@@ -657,8 +659,9 @@ export class PgStore implements StoreOfRecord, Cluster {
     }
   }
 
-  async readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]> {
-    return this.kysely.selectFrom("event").select(["seq", "body"]).where("seq", ">", afterSeq).orderBy("seq").limit(limit).execute();
+  async readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]> {
+    const rows = await this.kysely.selectFrom("event").select(["seq", "body"]).where("seq", ">", afterSeq).orderBy("seq").limit(limit).execute();
+    return rows.map((r) => JSON.parse(r.body) as FeedEvent);
   }
 
   oldestEventSeq(): number | undefined {

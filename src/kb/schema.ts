@@ -7,7 +7,8 @@
  * same reason only PostgreSQL keeps each event's write input (`event.write`, replayed by
  * followers), the epoch each event was committed under (`event.epoch`), the writer's URL
  * and lock session (`lease.url`, `lease.pid`), and the `member` table, where each daemon of a
- * cluster records itself (pgmembers.ts).
+ * cluster records itself (pgmembers.ts). Only SQLite keeps `event.next_handle`: its
+ * counters ride on the newest event row instead of a `meta` update per group (store.ts).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -33,6 +34,11 @@ interface EventTable {
   write?: string | null;
   /** PostgreSQL: the lease epoch of the transaction that committed it; absent on SQLite. */
   epoch?: number | null;
+  /**
+   * SQLite: `next_handle` as of this event (its seq is `head_seq`), so a group that writes an
+   * event needs no `meta` row (store.ts); null on rows written before migration 008.
+   */
+  next_handle?: number | null;
 }
 interface TombstoneTable {
   handle: number;
@@ -170,6 +176,15 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
           "007-commit-function": {
             async up(db: Kysely<unknown>) {
               await sql.raw(COMMIT_FUNCTION).execute(db);
+            },
+          },
+        }
+      : {}),
+    ...(dialect === "sqlite"
+      ? {
+          "008-sqlite-event-counters": {
+            async up(db: Kysely<unknown>) {
+              await db.schema.alterTable("event").addColumn("next_handle", "integer").execute();
             },
           },
         }

@@ -13,12 +13,13 @@
  * later write and calls `onFailure` once; what was not committed is never visible.
  *
  *   const store = await SqliteStore.open("./data/koinii.db", "full");
- *   store.begin(); store.insertEvent(1, "{}"); store.setMeta({ nextHandle: 1, headSeq: 1 });
+ *   store.begin(); store.setMeta({ nextHandle: 1, headSeq: 1 }); store.insertEvent({ seq: 1, added: [], removed: [] }, () => "{}");
  *   await store.durable(); // committed
  */
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
 import type { IdempotencyTable } from "./schema.js";
+import type { FeedEvent } from "./event.js";
 
 export type Durability = "full" | "normal";
 
@@ -72,13 +73,18 @@ export interface StoreOfRecord {
   begin(): void;
   /** The serial of the group rows join now (grows by one at each `begin` that opens a group). */
   readonly groupSerial: number;
-  insertSentex(r: StoredRow): void;
+  /** The rows of the sentexes one write (or the reopen's repairs) created, in handle order. */
+  insertSentexes(rows: readonly StoredRow[]): void;
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void;
   deleteSentex(handle: number, reason: string, seq: number): void;
   /** The group's counters, written once per group inside its transaction. */
   setMeta(meta: StoreMeta): void;
-  /** The event of `seq`, and `write`: the write's input as applied (a follower replays it; see Cluster). */
-  insertEvent(seq: number, body: string, write: string): void;
+  /**
+   * The event of `event.seq`, each store encoding it its own way, and `write`: the write's
+   * input as applied, encoded on demand (a follower replays it; see Cluster; a store without
+   * followers never calls it).
+   */
+  insertEvent(event: FeedEvent, write: () => string): void;
   pruneEvents(uptoSeq: number): void;
   /** Record a keyed write's answer in the open group (replacing an expired row of the same key). */
   insertIdempotency(row: IdempotencyRow): void;
@@ -94,7 +100,7 @@ export interface StoreOfRecord {
   readonly commits: number;
 
   /** Committed events after `afterSeq`, oldest first, at most `limit`. */
-  readEvents(afterSeq: number, limit: number): Promise<{ seq: number; body: string }[]>;
+  readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]>;
   /** The oldest seq the event log still holds; undefined when it is empty. */
   oldestEventSeq(): number | undefined;
   /** Why a handle left the store, if it did. */

@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { describe, it, expect } from "vitest";
 import Database from "better-sqlite3";
 import { spawnDaemon } from "./helpers.js";
+import { decodeEvent } from "../../src/kb/event.js";
 
 const SECONDS = Number(process.env.KOINII_LOAD_SECONDS ?? 60);
 const WRITERS = 8;
@@ -108,7 +109,7 @@ describe("the feed under load", () => {
 
       // The oracle: the durable log, read from the file.
       const db = new Database(join(d.dataDir, "koinii.db"), { readonly: true });
-      const log = (db.prepare("select seq, body from event order by seq").all() as { seq: number; body: string }[]).map((r) => ({ seq: r.seq, ev: JSON.parse(r.body) as { added: { sentence: string; context: string }[]; removed: { sentence: string; context: string }[] } }));
+      const log = (db.prepare("select seq, body from event order by seq").all() as { seq: number; body: string }[]).map((r) => ({ seq: r.seq, ev: decodeEvent(r.seq, r.body) }));
       db.close();
       expect(log.map((e) => e.seq)).toEqual(Array.from({ length: log.length }, (_, i) => log[0]!.seq + i));
       expect(log[log.length - 1]!.seq).toBe(head);

@@ -144,9 +144,9 @@ describe("fail-stop (K12)", () => {
     // The store refuses the Nth statement from here on (N = 2: the second write's event row).
     const insertEvent = kb.store.insertEvent.bind(kb.store);
     let calls = 0;
-    kb.store.insertEvent = (seq, body, write) => {
+    kb.store.insertEvent = (event, write) => {
       if (++calls === 2) throw Object.assign(new Error("SQLITE_FULL: database or disk is full"), { code: "SQLITE_FULL" });
-      insertEvent(seq, body, write);
+      insertEvent(event, write);
     };
     const failures: string[] = [];
     kb.onFailure((f) => failures.push(f.reason));
@@ -210,7 +210,7 @@ describe("fail-stop (K12)", () => {
     try {
       const post = (path: string, body: unknown) => fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       expect((await post("/v1/assert", { sentence: "(dog Muffet)", context: "CxPets" })).status).toBe(200);
-      kb.store.insertSentex = () => {
+      kb.store.insertSentexes = () => {
         throw Object.assign(new Error("SQLITE_IOERR: disk I/O error"), { code: "SQLITE_IOERR" });
       };
       const failed = await post("/v1/assert", { sentence: "(dog Rex)", context: "CxPets" });

@@ -348,6 +348,22 @@ describe("reopen", () => {
     await again.close();
   });
 
+  it("an edit of 130 entries (two 64-row INSERTs and two single ones) reopens with every row as written", async () => {
+    const path = join(tempDir(), "kb.db");
+    let clock = 5_000;
+    const kb = await openKb({ path, durability: "normal", now: () => clock++ });
+    await kb.assert("(dog Muffet)", "CxPets");
+    const add = Array.from({ length: 130 }, (_, i) => ({ sentence: `(rel E${i} V${i})`, context: i % 2 ? "CxPets" : "CxZoo", strength: i % 3 ? ("default" as const) : ("monotonic" as const) }));
+    const out = await kb.edit({ add });
+    const rows = (k: typeof kb) => out.added.map((h) => k.sentex(h));
+    const before = rows(kb);
+    expect(before.every((r) => r !== undefined)).toBe(true);
+    await kb.close();
+    const again = await openKb({ path, durability: "normal" });
+    expect(rows(again)).toEqual(before);
+    await again.close();
+  });
+
   it("handles are never reused across restarts", async () => {
     const path = join(tempDir(), "kb.db");
     const kb = await openKb({ path });

@@ -17,6 +17,8 @@ import { freshDatabase, pgQuery } from "./pg.js";
 interface Rig {
   open(): Promise<Kb>;
   query<R>(text: string, params?: unknown[]): Promise<R[]>;
+  /** The head seq as the store holds it (SQLite: the larger of `meta` and the newest event row that carries the counters, see store.ts). */
+  headSql: string;
 }
 
 async function sqliteRig(): Promise<Rig> {
@@ -32,6 +34,7 @@ async function sqliteRig(): Promise<Rig> {
         db.close();
       }
     },
+    headSql: "select max((select value from meta where key = 'head_seq'), coalesce((select max(seq) from event where next_handle is not null), 0)) as value",
   };
 }
 
@@ -40,6 +43,7 @@ async function postgresRig(): Promise<Rig> {
   return {
     open: async () => openKb({ path: "", store: await PgStore.open({ url, limits: { leaseMs: 2_000, leaseRenewMs: 200 } }), contextsDir: CONTEXTS_DIR }),
     query: async <R>(text: string, params: unknown[] = []) => (await pgQuery(url, text, params)) as R[],
+    headSql: "select value from meta where key = 'head_seq'",
   };
 }
 
@@ -100,7 +104,7 @@ describe.each([
       expect({ seq: Number(row!.seq), creator: row!.creator }).toEqual({ seq: w.seq, creator: "AgentAva" });
       expect(await rig.query("select seq from event where seq = $1", [w.seq])).toHaveLength(1);
     }
-    const [head] = await rig.query<{ value: number }>("select value from meta where key = 'head_seq'");
+    const [head] = await rig.query<{ value: number }>(rig.headSql);
     expect(Number(head!.value)).toBe(Math.max(...writes.map((w) => w.seq)));
   });
 
@@ -116,7 +120,7 @@ describe.each([
     expect((await refusal(() => kb.assert("(dog Rex)", "CxPets"))).type).toBe("unavailable");
     expect(failures).toHaveLength(1);
     expect(await rig.query("select handle from sentex where sentence = '(dog Rex)'")).toEqual([]);
-    const [meta] = await rig.query<{ value: number }>("select value from meta where key = 'head_seq'");
+    const [meta] = await rig.query<{ value: number }>(rig.headSql);
     expect(Number(meta!.value)).toBe(head);
     expect((await refusal(() => kb.assert("(dog Fido)", "CxPets"))).type).toBe("unavailable");
     expect((await refusal(() => kb.read(() => kb.size))).type).toBe("unavailable");
