@@ -242,12 +242,12 @@ describe("the fenced writer on PostgreSQL", () => {
     for (const gatherMs of [-1, 1.5, Number.NaN]) await expect(PgStore.open({ url, holder: "daemon-a", gatherMs })).rejects.toThrow(/gatherMs must be a whole number of milliseconds >= 0/);
   });
 
-  it("a follower woken by a NOTIFY applies up to its head without reading the head, and misses none that arrive while it applies", async () => {
+  /** A writer, and a follower with no polling fallback and no lease reads within a test: only NOTIFYs wake it. */
+  async function writerAndFollower() {
     const url = await freshDatabase();
     const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 600_000, leaseRenewMs: 300_000 } });
     const kbA = await kbOn(a);
     await kbA.assert("(dog Muffet)", "CxPets");
-    // No polling fallback and no lease reads within the test: only NOTIFYs wake this follower.
     const f = await PgStore.open({ url, holder: "daemon-f", follow: true, limits: { leaseMs: 600_000, leaseRenewMs: 300_000, followPollMs: 600_000 } });
     const kbF = await kbOn(f);
     const until = async (seq: number) => {
@@ -256,21 +256,45 @@ describe("the fenced writer on PostgreSQL", () => {
         await new Promise((r) => setTimeout(r, 5));
       }
     };
-    const heads: string[] = [];
+    // The follower's pooled queries, seen (and possibly held) by `spy` before they return.
+    let spy: (text: string, result: unknown) => Promise<void> = async () => {};
     const pool = (f as unknown as { pool: pg.Pool }).pool;
-    const query = pool.query.bind(pool);
-    pool.query = ((text: unknown, ...rest: unknown[]) => {
-      if (typeof text === "string" && /from meta where key = 'head_seq'/.test(text)) heads.push(text);
-      return (query as (...args: unknown[]) => unknown)(text, ...rest);
+    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+    pool.query = (async (text: unknown, ...rest: unknown[]) => {
+      const r = await query(text, ...rest);
+      if (typeof text === "string") await spy(text, r);
+      return r;
     }) as typeof pool.query;
     // Once the follower applied a write made after it opened, it listens and its first pass (which reads the head) is over.
     await kbA.assert("(dog Rex)", "CxPets");
     await until(kbA.headSeq);
-    heads.length = 0;
-    // Writes one commit each, the next sent while the follower applies the last.
+    return { f, kbA, kbF, until, spyOn: (fn: typeof spy) => (spy = fn) };
+  }
+
+  it("a follower woken by a NOTIFY applies up to its head without reading the head", async () => {
+    const { kbA, kbF, until, spyOn } = await writerAndFollower();
+    const heads: string[] = [];
+    spyOn(async (text) => void (/from meta where key = 'head_seq'/.test(text) && heads.push(text)));
     for (let i = 0; i < 30; i++) await kbA.assert(`(dog D${i})`, "CxPets");
     await until(kbA.headSeq);
     expect(kbF.headSeq).toBe(kbA.headSeq);
     expect(heads).toEqual([]);
+  });
+
+  it("a follower misses no NOTIFY that arrives while it applies", async () => {
+    const { f, kbA, until, spyOn } = await writerAndFollower();
+    const head = kbA.headSeq;
+    const knownHead = () => (f as unknown as { knownHead: number }).knownHead;
+    // The follower's read of seq head+1 returns only once the NOTIFY of head+2 has reached it.
+    let held = false;
+    spyOn(async (text) => {
+      if (held || !/from event where seq >/.test(text)) return;
+      held = true;
+      while (knownHead() < head + 2) await new Promise((r) => setTimeout(r, 5));
+    });
+    await kbA.assert("(dog D1)", "CxPets");
+    await kbA.assert("(dog D2)", "CxPets");
+    await until(head + 2);
+    expect(held).toBe(true);
   });
 });
