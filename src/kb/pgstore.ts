@@ -10,7 +10,9 @@
  * it; commits run one at a time, in order, each ONE statement (`koinii_commit`, schema.ts)
  * in autocommit mode, so its own transaction. Only after it returns are the group's events
  * published and its writers answered. The groups that queued while a commit was in flight
- * are merged into the next commit (up to MERGE_MAX_ROWS rows).
+ * are merged into the next commit (up to MERGE_MAX_ROWS rows); with no commit in flight,
+ * the next one waits up to GATHER_MS while fewer writes are queued than the writers the
+ * last commit saw.
  *
  * Fencing (one writer): `open` returns only once this store holds the writer lease (the
  * `lease` row), elected while holding the writer lock, a session advisory lock the writer
@@ -530,8 +532,10 @@ export class PgStore implements StoreOfRecord, Cluster {
 
   /**
    * The follower's one loop (so catching up, elections and promotion never overlap): try
-   * the lease when due, apply what the log holds past our seq, then sleep until a NOTIFY,
-   * `followPollMs`, or the next election attempt. Any failure stops the store (K12).
+   * the lease when due, apply what the log holds past our seq (up to the newest NOTIFY's
+   * head, else the head read now) while the lease is read beside it, then, unless a NOTIFY
+   * arrived meanwhile, sleep until a NOTIFY, `followPollMs`, or the next election attempt.
+   * Any failure stops the store (K12).
    */
   private async followLoop(): Promise<void> {
     let nextLeaseRead = 0;
