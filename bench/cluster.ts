@@ -14,7 +14,9 @@
  * - follower lag: two daemons on one database, the follower's SSE stream read in this
  *   process; for each acknowledged write, the time this process read it from the follower
  *   minus the time this process got the writer's acknowledgement (one clock); a write the
- *   follower never delivers within DELIVERY_BOUND_MS fails the run;
+ *   follower never delivers within DELIVERY_BOUND_MS fails the run; the same again with the
+ *   writes paced at PACED_PER_S (each on its own schedule), and in both the follower's CPU
+ *   (/proc user + system) over the timed window per write;
  * - catch-up: a database of KOINII_BENCH_CLUSTER_N sentexes loaded through /v1/edit
  *   (EDIT_ENTRIES per edit), then a new follower timed from spawn to /health
  *   `appliedSeq` == the head, its resident memory against the writer's; the floor is a raw
