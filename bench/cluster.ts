@@ -14,7 +14,9 @@
  * - follower lag: two daemons on one database, the follower's SSE stream read in this
  *   process; for each acknowledged write, the time this process read it from the follower
  *   minus the time this process got the writer's acknowledgement (one clock); a write the
- *   follower never delivers within DELIVERY_BOUND_MS fails the run;
+ *   follower never delivers within DELIVERY_BOUND_MS fails the run; the same again with the
+ *   writes paced at PACED_PER_S (each on its own schedule), and in both the follower's CPU
+ *   (/proc user + system) over the timed window per write;
  * - catch-up: a database of KOINII_BENCH_CLUSTER_N sentexes loaded through /v1/edit
  *   (EDIT_ENTRIES per edit), then a new follower timed from spawn to /health
  *   `appliedSeq` == the head, its resident memory against the writer's; the floor is a raw
@@ -28,10 +30,10 @@
  */
 import { Pool, request } from "undici";
 import pg from "pg";
-import { Suite, closedLoop, nowNs, elapsedMs, type LoopResult } from "./lib.js";
+import { Suite, closedLoop, nowNs, elapsedMs, percentile, type LoopResult } from "./lib.js";
 import { startDaemon, startPostgres, type Proc } from "./procs.js";
-import { delivered, sleep, waitFor } from "./delivery.js";
-import { vmRssBytes } from "./load.js";
+import { delivered, sleep, waitFor, type Delivered } from "./delivery.js";
+import { cpuSeconds, vmRssBytes } from "./load.js";
 import { markedSentence, markersOf, readSse } from "./sse.js";
 import { DEFAULT_PG_LIMITS } from "../src/kb/pgstore.js";
 
@@ -69,13 +71,13 @@ interface Health {
   lagMs: number;
 }
 
-async function health(url: string): Promise<Health> {
+export async function health(url: string): Promise<Health> {
   const r = await request(`${url}/health`);
   return (await r.body.json()) as Health;
 }
 
 /** Polls /health every 20 ms until `ok` holds; fails after `ms`. */
-async function healthUntil(url: string, ok: (h: Health) => boolean, ms: number, what: string): Promise<Health> {
+export async function healthUntil(url: string, ok: (h: Health) => boolean, ms: number, what: string): Promise<Health> {
   const deadline = Date.now() + ms;
   for (;;) {
     const h = await health(url).catch(() => undefined);
@@ -85,11 +87,11 @@ async function healthUntil(url: string, ok: (h: Health) => boolean, ms: number, 
   }
 }
 
-const pgDaemon = (url: string): Promise<Proc> => startDaemon({ extra: ["--store", url, "--quiet"] });
+export const pgDaemon = (url: string, node?: string[]): Promise<Proc> => startDaemon({ extra: ["--store", url, "--quiet"], ...(node ? { node } : {}) });
 
 /** A daemon on the database at `url`, added to `procs` (the caller stops them), once /health says it is the `role`. */
-async function pgNode(url: string, role: "writer" | "follower", procs: Proc[]): Promise<Proc> {
-  const p = await pgDaemon(url);
+export async function pgNode(url: string, role: "writer" | "follower", procs: Proc[], node?: string[]): Promise<Proc> {
+  const p = await pgDaemon(url, node);
   procs.push(p);
   await healthUntil(p.url, (h) => h.role === role, 30_000, `the ${role}`);
   return p;
@@ -120,7 +122,7 @@ async function assertMarked(pool: Pool, marker: number): Promise<void> {
 }
 
 /** `clients` HTTP clients asserting in a closed loop; `onAck` gets each timed write's marker and acknowledgement time (performance.now()). */
-async function daemonLoad(url: string, clients: number, onAck?: (marker: number, at: number) => void): Promise<LoopResult> {
+export async function daemonLoad(url: string, clients: number, onAck?: (marker: number, at: number) => void): Promise<LoopResult> {
   const pool = new Pool(url, { connections: clients, pipelining: 1 });
   try {
     await closedLoop(clients, WARMUP_MS, () => assertMarked(pool, nextMarker++));
@@ -222,13 +224,66 @@ async function throughput(suite: Suite): Promise<void> {
   }
 }
 
-async function followerLag(suite: Suite): Promise<void> {
-  const db = await startPostgres("lag");
+/** What one follower-lag run measured: the deliveries, the writer's rate, the follower's CPU per replayed write. */
+export interface LagRun {
+  d: Delivered;
+  rps: number;
+  writes: number;
+  /** The follower's CPU (user + system) over the timed window, per acknowledged write, in ms. */
+  followerCpuMsPerWrite: number;
+  /** The follower's /health lagMs after the run. */
+  lagMsAfter: number;
+}
+
+/**
+ * Writes at a fixed rate: one every 1000/perSecond ms on its own schedule (not waiting for
+ * the previous answer), up to CLIENTS connections; WARMUP_MS untimed, then LOAD_MS timed.
+ */
+async function pacedLoad(url: string, perSecond: number, onAck: (marker: number, at: number) => void): Promise<LoopResult> {
+  const pool = new Pool(url, { connections: 8, pipelining: 1 });
+  const window = async (ms: number, timed: boolean): Promise<LoopResult> => {
+    const n = Math.round((perSecond * ms) / 1000);
+    const t0 = performance.now();
+    const lat: number[] = [];
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < n; i++) {
+      const wait = t0 + (i * 1000) / perSecond - performance.now();
+      if (wait > 0) await sleep(wait);
+      const m = nextMarker++;
+      const s = performance.now();
+      pending.push(
+        assertMarked(pool, m).then(() => {
+          const at = performance.now();
+          lat.push(at - s);
+          if (timed) onAck(m, at);
+        }),
+      );
+    }
+    await Promise.all(pending);
+    const seconds = (performance.now() - t0) / 1000;
+    lat.sort((a, b) => a - b);
+    return { ops: lat.length, rps: lat.length / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), seconds };
+  };
+  try {
+    await window(WARMUP_MS, false);
+    return await window(LOAD_MS, true);
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * A writer and a follower on a fresh database; the follower's SSE stream read here while
+ * the writer takes 8 closed-loop clients (or `perSecond` paced writes). `node` adds node
+ * flags to the writer's and the follower's process (e.g. --cpu-prof).
+ */
+export async function lagRun(opts: { perSecond?: number; writerNode?: string[]; followerNode?: string[] } = {}): Promise<LagRun> {
+  const db = await startPostgres(`lag${opts.perSecond ?? ""}`);
   const procs: Proc[] = [];
   let stream: Awaited<ReturnType<typeof request>> | undefined;
   try {
-    const writer = await pgNode(db.url, "writer", procs);
-    const follower = await pgNode(db.url, "follower", procs);
+    const writer = await pgNode(db.url, "writer", procs, opts.writerNode);
+    const follower = await pgNode(db.url, "follower", procs, opts.followerNode);
     const w = await request(`${follower.url}/v1/watch`, { method: "POST", headers: json, body: JSON.stringify({ goal: "(lat ?m)", context: "CxBench" }) });
     const watch = (await w.body.json()) as { token: string; cursor: number };
     if (w.statusCode !== 200) throw new Error(`watch on the follower answered ${w.statusCode}: ${JSON.stringify(watch)}`);
@@ -249,20 +304,40 @@ async function followerLag(suite: Suite): Promise<void> {
       (n) => (lagged += n),
     ).catch(() => {}); // ends when the stream is destroyed below
     const ackAt = new Map<number, number>();
-    const load = await daemonLoad(writer.url, 8, (m, at) => ackAt.set(m, at));
+    let cpu0 = 0;
+    const onAck = (m: number, at: number) => {
+      if (!ackAt.size) cpu0 = cpuSeconds(follower.child.pid!);
+      ackAt.set(m, at);
+    };
+    const load = opts.perSecond === undefined ? await daemonLoad(writer.url, 8, onAck) : await pacedLoad(writer.url, opts.perSecond, onAck);
     await waitFor(() => [...ackAt.keys()].every((m) => seen.has(m)), DELIVERY_BOUND_MS);
+    const cpuMs = (cpuSeconds(follower.child.pid!) - cpu0) * 1000;
     const d = delivered("follower lag", lines, ackAt, ackAt.size, lagged);
     const h = await health(follower.url);
-    suite.add("follower_lag_p50", { value: d.p50, unit: "ms", note: `${d.deliveries} acknowledged writes, every one delivered by the follower's SSE stream; delivery read minus acknowledgement read, both in this process` });
-    suite.add("follower_lag_p99", { value: d.p99, unit: "ms", target: "value <= 50", met: d.p99 <= 50 });
-    const base = suite.figures["pg_store_assert_c8_rps"] ? { base: "pg_store_assert_c8_rps" } : undefined;
-    if (base) suite.compare("pg_store_assert_c8_rps_with_follower", load.rps, "req/s", base.base, { higherIsBetter: true, note: `the writer's rate while a follower replays and streams; follower /health lagMs ${h.lagMs} after the run` });
-    else suite.add("pg_store_assert_c8_rps_with_follower", { value: load.rps, unit: "req/s" });
+    return { d, rps: load.rps, writes: ackAt.size, followerCpuMsPerWrite: cpuMs / ackAt.size, lagMsAfter: h.lagMs };
   } finally {
     stream?.body.destroy();
     for (const p of procs.reverse()) await p.stop();
     await db.stop();
   }
+}
+
+/** Follower lag at a fixed lower rate: the same follower with CPU to spare between writes. */
+const PACED_PER_S = 200;
+
+async function followerLag(suite: Suite): Promise<void> {
+  const r = await lagRun();
+  suite.add("follower_lag_p50", { value: r.d.p50, unit: "ms", note: `${r.d.deliveries} acknowledged writes, every one delivered by the follower's SSE stream; delivery read minus acknowledgement read, both in this process` });
+  suite.add("follower_lag_p99", { value: r.d.p99, unit: "ms", target: "value <= 50", met: r.d.p99 <= 50 });
+  suite.add("follower_cpu_ms_per_write", { value: r.followerCpuMsPerWrite, unit: "ms", note: `the follower's CPU (user + system, /proc) over the timed window per replayed write, at ${r.rps.toFixed(0)} writes/s` });
+  const base = suite.figures["pg_store_assert_c8_rps"] ? { base: "pg_store_assert_c8_rps" } : undefined;
+  const note = `the writer's rate while a follower replays and streams; follower /health lagMs ${r.lagMsAfter} after the run`;
+  if (base) suite.compare("pg_store_assert_c8_rps_with_follower", r.rps, "req/s", base.base, { higherIsBetter: true, note });
+  else suite.add("pg_store_assert_c8_rps_with_follower", { value: r.rps, unit: "req/s", note });
+  const p = await lagRun({ perSecond: PACED_PER_S });
+  suite.add(`follower_lag_at_${PACED_PER_S}_per_s_p50`, { value: p.d.p50, unit: "ms", note: `${p.d.deliveries} writes paced at ${PACED_PER_S}/s (${p.rps.toFixed(0)}/s measured), every one delivered` });
+  suite.add(`follower_lag_at_${PACED_PER_S}_per_s_p99`, { value: p.d.p99, unit: "ms" });
+  suite.add(`follower_cpu_ms_per_write_at_${PACED_PER_S}_per_s`, { value: p.followerCpuMsPerWrite, unit: "ms" });
 }
 
 async function catchUp(suite: Suite): Promise<void> {

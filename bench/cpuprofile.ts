@@ -93,3 +93,34 @@ export function inclusive(path: string, keys: string[]): Map<string, number> {
   walk(p.nodes[0]!.id, new Set());
   return out;
 }
+
+/**
+ * Sampled time by category: each sample goes to the category of the innermost frame on its
+ * stack whose url matches one of `rules` (first matching rule), else to its own frame's
+ * name when that is a V8 pseudo-frame ((idle), (garbage collector), (program)), else to
+ * "other". So a socket write made by the pg client counts as the pg client's.
+ */
+export function categorize(path: string, rules: [RegExp, string][]): Map<string, number> {
+  const p = JSON.parse(readFileSync(path, "utf8")) as Profile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const memo = new Map<number, string>();
+  const categoryOf = (id: number): string => {
+    let cat = memo.get(id);
+    if (cat !== undefined) return cat;
+    const f = byId.get(id)!.callFrame;
+    const rule = f.url ? rules.find(([re]) => re.test(f.url)) : undefined;
+    if (rule) cat = rule[1];
+    else if (/^\(.*\)$/.test(f.functionName) && f.functionName !== "(root)") cat = f.functionName;
+    else cat = parent.has(id) ? categoryOf(parent.get(id)!) : "other";
+    memo.set(id, cat);
+    return cat;
+  };
+  const out = new Map<string, number>();
+  p.samples.forEach((id, i) => {
+    const c = categoryOf(id);
+    out.set(c, (out.get(c) ?? 0) + (p.timeDeltas[i] ?? 0));
+  });
+  return out;
+}

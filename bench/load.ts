@@ -27,7 +27,7 @@ const PROCESSES = 4;
 const WARMUP = 200;
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)

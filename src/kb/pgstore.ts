@@ -10,7 +10,9 @@
  * it; commits run one at a time, in order, each ONE statement (`koinii_commit`, schema.ts)
  * in autocommit mode, so its own transaction. Only after it returns are the group's events
  * published and its writers answered. The groups that queued while a commit was in flight
- * are merged into the next commit (up to MERGE_MAX_ROWS rows).
+ * are merged into the next commit (up to MERGE_MAX_ROWS rows); with no commit in flight,
+ * the next one waits up to GATHER_MS while fewer writes are queued than the writers the
+ * last commit saw.
  *
  * Fencing (one writer): `open` returns only once this store holds the writer lease (the
  * `lease` row), elected while holding the writer lock, a session advisory lock the writer
@@ -82,6 +84,8 @@ export interface PgStoreOptions {
   follow?: boolean;
   /** Rows (ops) up to which queued groups are merged into one commit; default MERGE_MAX_ROWS. */
   mergeMaxRows?: number;
+  /** Longest a commit waits for the writers the previous one answered to come back, in ms; default GATHER_MS. */
+  gatherMs?: number;
 }
 
 /**
@@ -91,6 +95,16 @@ export interface PgStoreOptions {
  * commits alone.
  */
 export const MERGE_MAX_ROWS = 20_000;
+
+/**
+ * When no commit is in flight and fewer writes are queued than the previous commit
+ * carried, the next commit waits up to this long (ms) for the rest: the writers it answered
+ * come back (a round trip of theirs), and one commit carries them all again instead of a
+ * commit of the first one back followed by a commit of the others (measured: 8 closed-loop
+ * clients settled into commits of 1 and 7). A lone writer never waits: the previous commit
+ * carried one write.
+ */
+export const GATHER_MS = 5;
 
 /** The channel the writer notifies in each commit transaction (payload: the new head seq). */
 export const EVENT_CHANNEL = "koinii_events";
@@ -198,6 +212,13 @@ export class PgStore implements StoreOfRecord, Cluster {
   private renewedAt: number;
   /** A commit merges queued groups up to this many rows (PgStoreOptions.mergeMaxRows). */
   private readonly mergeMaxRows: number;
+  /**
+   * PgStoreOptions.gatherMs; the writers seen at the end of the last commit (the writes it
+   * answered plus those queued behind it); the timer that ends a gathering.
+   */
+  private readonly gatherMs: number;
+  private writers = 0;
+  private gathering: NodeJS.Timeout | undefined;
   private readonly roster = new PgMembers();
 
   private constructor(
@@ -206,7 +227,7 @@ export class PgStore implements StoreOfRecord, Cluster {
     private readonly url: string,
     /** The writer lock's session: held while this store writes; a follower waits on it. */
     private readonly lock: WriterLock,
-    elected: { holder: string; epoch: number | undefined; limits: PgLimits; mergeMaxRows: number; electedAt: number },
+    elected: { holder: string; epoch: number | undefined; limits: PgLimits; mergeMaxRows: number; gatherMs: number; electedAt: number },
     snapshot: { meta: StoreMeta; rows: RawRow[]; oldest: number | undefined; tombstones: Map<number, { reason: string; seq: number }> },
   ) {
     this.holder = elected.holder;
@@ -214,6 +235,7 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.role = elected.epoch === undefined ? "follower" : "writer";
     this.limits = elected.limits;
     this.mergeMaxRows = elected.mergeMaxRows;
+    this.gatherMs = elected.gatherMs;
     this.renewedAt = elected.electedAt;
     this.openMeta = snapshot.meta;
     this.committedHead = snapshot.meta.headSeq;
@@ -245,6 +267,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     const limits = checkPgLimits({ ...DEFAULT_PG_LIMITS, ...opts.limits });
     const mergeMaxRows = opts.mergeMaxRows ?? MERGE_MAX_ROWS;
     if (!(Number.isSafeInteger(mergeMaxRows) && mergeMaxRows >= 1)) throw new RangeError(`mergeMaxRows must be a positive whole number of rows, got ${mergeMaxRows}`);
+    const gatherMs = opts.gatherMs ?? GATHER_MS;
+    if (!(Number.isSafeInteger(gatherMs) && gatherMs >= 0)) throw new RangeError(`gatherMs must be a whole number of milliseconds >= 0, got ${gatherMs}`);
     const holder = opts.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     // Every session carries the holder as application_name: an eviction ends them all.
     const session = {
@@ -280,7 +304,7 @@ export class PgStore implements StoreOfRecord, Cluster {
       // A writer reads after its election committed; a follower reads whatever is committed:
       // either way one REPEATABLE READ snapshot, so the rows, counters and head agree.
       const snapshot = await readSnapshot(pool);
-      const store = new PgStore(pool, kysely, opts.url, lock, { holder, epoch, limits, mergeMaxRows, electedAt }, snapshot);
+      const store = new PgStore(pool, kysely, opts.url, lock, { holder, epoch, limits, mergeMaxRows, gatherMs, electedAt }, snapshot);
       lost = (e) => store.abort(Object.assign(new FencedError(`the session of the writer lock ended (${e.message}); epoch ${store.epoch} can no longer be trusted`), { cause: e }));
       return store;
     } catch (e) {
@@ -373,7 +397,16 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.open = undefined;
     if (this.failed !== undefined) return; // abort already rejected it
     this.queue.push(g);
-    if (!this.inFlight) this.drained = this.pump();
+    if (this.inFlight) return; // the pump takes it when the commit in flight returns
+    if (this.closing || queuedWrites(this.queue) >= this.writers) this.startPump();
+    else this.gathering ??= setTimeout(() => this.startPump(), this.gatherMs);
+  }
+
+  /** Commit what is queued now (ending a gathering). */
+  private startPump(): void {
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
+    if (!this.inFlight && this.queue.length) this.drained = this.pump();
   }
 
   /**
@@ -393,9 +426,15 @@ export class PgStore implements StoreOfRecord, Cluster {
       }
       this.inFlight = undefined;
       if (this.failed !== undefined) return; // aborted while committing: its writers were rejected
+      const waiting = queuedWrites(this.queue);
+      this.writers = queuedWrites([g]) + waiting;
       this.applyCaches(g);
       for (const fn of g.after) fn();
       for (const w of g.waiters) w.resolve();
+      if (this.queue.length && !this.closing && waiting < this.writers) {
+        this.gathering = setTimeout(() => this.startPump(), this.gatherMs);
+        return; // closeGroup ends the gathering early once the queue holds as many writes
+      }
     }
   }
 
@@ -495,8 +534,10 @@ export class PgStore implements StoreOfRecord, Cluster {
 
   /**
    * The follower's one loop (so catching up, elections and promotion never overlap): try
-   * the lease when due, apply what the log holds past our seq, then sleep until a NOTIFY,
-   * `followPollMs`, or the next election attempt. Any failure stops the store (K12).
+   * the lease when due, apply what the log holds past our seq (up to the newest NOTIFY's
+   * head, else the head read now) while the lease is read beside it, then, unless a NOTIFY
+   * arrived meanwhile, sleep until a NOTIFY, `followPollMs`, or the next election attempt.
+   * Any failure stops the store (K12).
    */
   private async followLoop(): Promise<void> {
     let nextLeaseRead = 0;
@@ -518,14 +559,23 @@ export class PgStore implements StoreOfRecord, Cluster {
             return await this.promote(epoch);
           }
         }
+        // The lease read runs beside the catch-up (its own pooled session), not before it:
+        // applying what was committed never waits for it.
+        let leaseRead: Promise<void> | undefined;
         if (Date.now() >= nextLeaseRead) {
           nextLeaseRead = Date.now() + this.limits.leaseRenewMs;
-          await this.readLease();
-          this.principalsChanged();
-          this.beat();
+          leaseRead = this.readLease().then(() => {
+            this.principalsChanged();
+            this.beat();
+          });
         }
-        await this.catchUp(await readHead(this.pool));
+        // A NOTIFY's head is committed (notifications are delivered at commit, in commit
+        // order): no read of the head is needed to apply up to it. The head is read when
+        // no NOTIFY told us of a newer one (the polling fallback, and at start).
+        const head = this.knownHead > this.committedHead ? Promise.resolve(this.knownHead) : readHead(this.pool);
+        await Promise.all([head.then((h) => this.catchUp(h)), leaseRead]);
         if (this.lock.held) continue; // the row was locked past lock_timeout: try again now
+        if (this.knownHead > this.committedHead) continue; // NOTIFYs that arrived while applying
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, Math.max(0, Math.min(this.limits.followPollMs, nextLeaseRead - Date.now())));
           this.wake = () => (clearTimeout(t), resolve());
@@ -700,6 +750,8 @@ export class PgStore implements StoreOfRecord, Cluster {
     this.inFlight = undefined;
     this.queue = [];
     this.open = undefined;
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
     for (const g of pending) for (const w of g.waiters) w.reject(this.failed);
     clearInterval(this.renewer);
     this.wake?.();
@@ -716,6 +768,7 @@ export class PgStore implements StoreOfRecord, Cluster {
     await this.following;
     await this.listener?.end().catch(() => {});
     this.closeGroup();
+    this.startPump();
     await this.drained.catch(() => {});
     if (this.failed === undefined && this.role === "writer") {
       // Step down at once: a standby need not wait for the lease to run out.
@@ -753,6 +806,13 @@ async function readSnapshot(pool: pg.Pool) {
   } finally {
     c.release();
   }
+}
+
+/** The writes (event rows) the groups carry. */
+function queuedWrites(groups: Group[]): number {
+  let n = 0;
+  for (const g of groups) for (const op of g.ops) if (op.k === "event") n++;
+  return n;
 }
 
 /**

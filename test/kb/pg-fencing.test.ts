@@ -203,4 +203,98 @@ describe("the fenced writer on PostgreSQL", () => {
     expect(a.commits - before).toBe(2);
     expect(await pgQuery(url, "select seq from event where seq >= $1", [seqs[0]])).toHaveLength(50);
   });
+
+  it("a commit waits for as many writes as the writers the last one saw, so writers answered together commit together again; a lone writer never waits", async () => {
+    const url = await freshDatabase();
+    // A gathering that only ends by its count: a commit that waited for its timer would time the test out.
+    const a = await PgStore.open({ url, holder: "daemon-a", gatherMs: 600_000, limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    // A lone writer: each commit carried one write, so the next one write commits at once.
+    for (let i = 0; i < 3; i++) await kbA.assert(`(cat C${i})`, "CxPets");
+    // Four writers in one turn: one commit of four.
+    await Promise.all(Array.from({ length: 4 }, (_, i) => kbA.assert(`(dog D${i})`, "CxPets")));
+    // The four come back one per event-loop turn: the first three wait for the fourth, and one commit carries them.
+    const before = a.commits;
+    const writes = [];
+    for (let i = 0; i < 4; i++) {
+      writes.push(kbA.assert(`(dog E${i})`, "CxPets"));
+      await new Promise((r) => setImmediate(r));
+    }
+    const seqs = (await Promise.all(writes)).map((w) => w.seq);
+    expect(a.commits - before).toBe(1);
+    expect(seqs).toEqual(Array.from({ length: 4 }, (_, i) => seqs[0]! + i));
+    expect(await pgQuery(url, "select seq from event where seq >= $1", [seqs[0]])).toHaveLength(4);
+  });
+
+  it("a gathering ends after gatherMs when fewer writers come back, and commits what it has", async () => {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", gatherMs: 50, limits: { leaseMs: 60_000, leaseRenewMs: 30_000 } });
+    const kbA = await kbOn(a);
+    await Promise.all(Array.from({ length: 4 }, (_, i) => kbA.assert(`(dog D${i})`, "CxPets")));
+    const before = a.commits;
+    const w = await kbA.assert("(dog Alone)", "CxPets");
+    expect(a.commits - before).toBe(1);
+    expect(await pgQuery(url, "select 1 from event where seq = $1", [w.seq])).toHaveLength(1);
+  });
+
+  it("refuses a gatherMs that is not a whole number of milliseconds >= 0", async () => {
+    const url = await freshDatabase();
+    for (const gatherMs of [-1, 1.5, Number.NaN]) await expect(PgStore.open({ url, holder: "daemon-a", gatherMs })).rejects.toThrow(/gatherMs must be a whole number of milliseconds >= 0/);
+  });
+
+  /** A writer, and a follower with no polling fallback and no lease reads within a test: only NOTIFYs wake it. */
+  async function writerAndFollower() {
+    const url = await freshDatabase();
+    const a = await PgStore.open({ url, holder: "daemon-a", limits: { leaseMs: 600_000, leaseRenewMs: 300_000 } });
+    const kbA = await kbOn(a);
+    await kbA.assert("(dog Muffet)", "CxPets");
+    const f = await PgStore.open({ url, holder: "daemon-f", follow: true, limits: { leaseMs: 600_000, leaseRenewMs: 300_000, followPollMs: 600_000 } });
+    const kbF = await kbOn(f);
+    const until = async (seq: number) => {
+      for (let i = 0; kbF.headSeq < seq; i++) {
+        if (i > 2_000) throw new Error(`the follower stayed at seq ${kbF.headSeq}, short of ${seq}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    // The follower's pooled queries, seen (and possibly held) by `spy` before they return.
+    let spy: (text: string, result: unknown) => Promise<void> = async () => {};
+    const pool = (f as unknown as { pool: pg.Pool }).pool;
+    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+    pool.query = (async (text: unknown, ...rest: unknown[]) => {
+      const r = await query(text, ...rest);
+      if (typeof text === "string") await spy(text, r);
+      return r;
+    }) as typeof pool.query;
+    // Once the follower applied a write made after it opened, it listens and its first pass (which reads the head) is over.
+    await kbA.assert("(dog Rex)", "CxPets");
+    await until(kbA.headSeq);
+    return { f, kbA, kbF, until, spyOn: (fn: typeof spy) => (spy = fn) };
+  }
+
+  it("a follower woken by a NOTIFY applies up to its head without reading the head", async () => {
+    const { kbA, kbF, until, spyOn } = await writerAndFollower();
+    const heads: string[] = [];
+    spyOn(async (text) => void (/from meta where key = 'head_seq'/.test(text) && heads.push(text)));
+    for (let i = 0; i < 30; i++) await kbA.assert(`(dog D${i})`, "CxPets");
+    await until(kbA.headSeq);
+    expect(kbF.headSeq).toBe(kbA.headSeq);
+    expect(heads).toEqual([]);
+  });
+
+  it("a follower misses no NOTIFY that arrives while it applies", async () => {
+    const { f, kbA, until, spyOn } = await writerAndFollower();
+    const head = kbA.headSeq;
+    const knownHead = () => (f as unknown as { knownHead: number }).knownHead;
+    // The follower's read of seq head+1 returns only once the NOTIFY of head+2 has reached it.
+    let held = false;
+    spyOn(async (text) => {
+      if (held || !/from event where seq >/.test(text)) return;
+      held = true;
+      while (knownHead() < head + 2) await new Promise((r) => setTimeout(r, 5));
+    });
+    await kbA.assert("(dog D1)", "CxPets");
+    await kbA.assert("(dog D2)", "CxPets");
+    await until(head + 2);
+    expect(held).toBe(true);
+  });
 });
