@@ -24,10 +24,13 @@ class TestSink implements StreamSink {
   private drainWaiters: (() => void)[] = [];
   private goneResolve!: () => void;
   readonly gone = new Promise<void>((r) => (this.goneResolve = r));
-  write(chunk: string): boolean {
+  /** Every frame as handed over (the Buffer itself, to see which are shared). */
+  frames: Buffer[] = [];
+  write(frame: Buffer): boolean {
     if (this.throwOnWrite) throw new Error("socket exploded");
     if (this.refused) this.ignoredPushback++;
-    const m = /^id: ([0-9]+)\n/.exec(chunk);
+    this.frames.push(frame);
+    const m = /^id: ([0-9]+)\n/.exec(frame.toString());
     if (m) this.seqs.push(Number(m[1]));
     if (this.full) {
       this.refused = true;
@@ -93,6 +96,27 @@ describe("live streams", () => {
     sink.hangUp();
     await done;
     expect(hub.streamCount).toBe(0);
+  });
+
+  it("every stream that carries an event is handed the same encoded frame: one encoding per event, not per stream", async () => {
+    const { kb, hub } = await setup();
+    const sinks = [new TestSink(), new TestSink(), new TestSink()];
+    const streams = [];
+    for (const sink of sinks) {
+      const w = hub.watch(admin, { goal: "(dog ?x)", context: "CxPets" });
+      streams.push(await stream(hub, w.token, w.cursor, sink));
+    }
+    const a = await kb.assert("(dog Rex)", "CxPets");
+    const b = await kb.assert("(dog Ada)", "CxPets");
+    for (const sink of sinks) expect(sink.seqs).toEqual([a.seq, b.seq]);
+    for (const i of [0, 1]) {
+      expect(sinks[1]!.frames[i]).toBe(sinks[0]!.frames[i]); // the same Buffer object
+      expect(sinks[2]!.frames[i]).toBe(sinks[0]!.frames[i]);
+    }
+    const text = sinks[0]!.frames[0]!.toString();
+    expect(text.startsWith(`id: ${a.seq}\ndata: {`) && text.endsWith("}\n\n") && text.includes('"(dog Rex)"')).toBe(true);
+    for (const sink of sinks) sink.hangUp();
+    await Promise.all(streams.map((s) => s.done));
   });
 
   it("when the socket pushes back, events wait in the ring and follow after drain, in order, once each", async () => {
