@@ -7,7 +7,7 @@
 import { describe, it, expect, afterEach } from "vitest";
 import fc from "fast-check";
 import { openKb, type Kb } from "../../src/kb/index.js";
-import { FeedHub, type StreamSink } from "../../src/feed/index.js";
+import { FeedHub, pollAnswerBody, type StreamSink } from "../../src/feed/index.js";
 
 const admin = { id: "admin", admin: true };
 const tick = () => new Promise((r) => setImmediate(r));
@@ -235,5 +235,27 @@ describe("live streams", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("parked polls woken by one event", () => {
+  it("share one encoded answer body, the same JSON as the answer", async () => {
+    const { kb, hub } = await setup();
+    const polls = [0, 1, 2].map(() => {
+      const w = hub.watch(admin, { goal: "(dog ?x)", context: "CxPets" });
+      return hub.poll(admin, { token: w.token, cursor: w.cursor, waitMs: 10_000 });
+    });
+    await tick();
+    expect(hub.parkedCount).toBe(3);
+    const a = await kb.assert("(dog Rex)", "CxPets");
+    const answers = await Promise.all(polls);
+    const bodies = answers.map(pollAnswerBody);
+    expect(bodies[1]).toBe(bodies[0]); // the same Buffer object
+    expect(bodies[2]).toBe(bodies[0]);
+    expect(JSON.parse(bodies[0]!.toString())).toEqual({ ok: true, ...JSON.parse(JSON.stringify(answers[0])) });
+    expect(answers[0]!.cursor).toBe(a.seq);
+    // An answer that is not one caught-up event is built for itself, with the same shape.
+    const lagged = { ...answers[0]!, lagged: 2 };
+    expect(JSON.parse(pollAnswerBody(lagged).toString())).toEqual({ ok: true, ...JSON.parse(JSON.stringify(lagged)) });
   });
 });
