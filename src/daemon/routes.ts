@@ -6,7 +6,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { registry, KbError, type Kb } from "../kb/index.js";
-import { pollAnswerJson, type FeedHub } from "../feed/index.js";
+import { pollAnswerBody, type FeedHub } from "../feed/index.js";
+import { bodyFraming } from "./chunked.js";
 import { WireError } from "./errors.js";
 import type { Access, Principal } from "./access.js";
 import type { Metrics } from "./metrics.js";
@@ -238,10 +239,10 @@ export function routes(d: RouteDeps): RouteDef[] {
       body: s.pollBody,
       answer: s.pollAnswer,
       // The body is assembled from each event's shared JSON: 64 subscribers woken by one
-      // event serialize it once, not 64 times. Same shape as pollAnswer.
+      // event serialize it once, not 64 times, and share one encoded body. Same shape as pollAnswer.
       async handler({ body, principal, reply }) {
         const answer = await hub.poll(principal, body);
-        reply.type("application/json; charset=utf-8").send(pollAnswerJson(answer));
+        reply.type("application/json; charset=utf-8").send(pollAnswerBody(answer));
         return { ok: true as const, ...answer }; // typed as the answer; already sent above
       },
     }),
@@ -263,13 +264,17 @@ export function routes(d: RouteDeps): RouteDef[] {
         res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
         res.flushHeaders();
         const gone = new Promise<void>((r) => res.once("close", () => r()));
+        // Frames go straight to the socket, each event's frame framed once for every stream
+        // (chunked.ts); res.end() still ends the body the way Node began it.
+        const socket = res.socket;
+        const framed = bodyFraming(res);
         await hub.runStream(
           prepared,
           {
-            write: (chunk) => (res.destroyed || res.writableEnded ? true : res.write(chunk)),
+            write: (frame) => (!socket || res.destroyed || res.writableEnded || socket.destroyed ? true : socket.write(framed(frame))),
             // A drain may already have fired (Node emits it on the next tick after a
             // write the kernel took whole): wait only while one is still owed.
-            drained: () => (res.writableNeedDrain ? new Promise((r) => res.once("drain", () => r())) : Promise.resolve()),
+            drained: () => (socket?.writableNeedDrain ? new Promise((r) => socket.once("drain", () => r())) : Promise.resolve()),
             get closed() {
               return res.destroyed || res.writableEnded;
             },

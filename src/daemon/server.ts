@@ -205,12 +205,16 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     jsonParser(req, text, done);
   });
   /** Open mode serves loopback only: a Host that is not a bound name is a rebinding page or a misdirected client. */
+  // Read from the socket once it is bound: `server.address()` is a getsockname per call,
+  // and this runs on every request (a long poll per subscriber per event).
   let hostNames: ReadonlySet<string> | undefined;
   const hostOk = (host: string | undefined): boolean => {
     if (access.posture !== "open") return true;
-    const addr = app.server.address();
-    if (addr === null || typeof addr === "string") return true; // not listening: app.inject, no socket
-    hostNames ??= boundHostNames(addr.port, addr.address);
+    if (hostNames === undefined) {
+      const addr = app.server.address();
+      if (addr === null || typeof addr === "string") return true; // not listening: app.inject, no socket
+      hostNames = boundHostNames(addr.port, addr.address);
+    }
     return hostAllowed(host, hostNames);
   };
 

@@ -124,10 +124,13 @@ export interface PreparedStream {
   readonly cursor: number;
 }
 
-/** A sink a stream writes Server-Sent-Event text to. */
+/**
+ * A sink a stream writes Server-Sent-Event frames to, as bytes: an event's frame is one
+ * Buffer shared by every stream that carries it (see sseFrame), so a sink must not modify it.
+ */
 export interface StreamSink {
   /** false = the socket's buffer is full: wait for `drained`. */
-  write(chunk: string): boolean;
+  write(frame: Buffer): boolean;
   /** Resolves once the buffer has room again; at once when it already has (the drain came first). */
   drained(): Promise<void>;
   readonly closed: boolean;
@@ -386,15 +389,15 @@ export class FeedHub {
     const stopped = new Promise((r) => stop.signal.addEventListener("abort", r, { once: true }));
     void stopped.then(() => follower.leave?.());
     // A sink that throws has lost its peer: end this stream, never the caller (onEvent).
-    const write = (chunk: string): boolean => {
+    const write = (frame: Buffer): boolean => {
       try {
-        return sink.write(chunk);
+        return sink.write(frame);
       } catch {
         handle.close();
         return true;
       }
     };
-    const heartbeat = setInterval(() => write(": heartbeat\n\n"), heartbeatMs);
+    const heartbeat = setInterval(() => write(HEARTBEAT_FRAME), heartbeatMs);
     void sink.gone.then(() => handle.close());
     try {
       // K11: a replay is sliced (maxScanEvents, maxScanMs); between two slices that awaited
@@ -410,7 +413,7 @@ export class FeedHub {
         sub.polledAt = this.now();
         const answer = await this.collect(sub, cursor, this.limits.defaultPollLimit);
         let ok = true;
-        if (answer.lagged > 0) ok = write(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`) && ok;
+        if (answer.lagged > 0) ok = write(Buffer.from(`event: lagged\ndata: ${JSON.stringify({ lagged: answer.lagged })}\n\n`)) && ok;
         for (const e of answer.events) ok = write(sseFrame(e)) && ok;
         // Acknowledge only what was written; a reconnect re-reads after its Last-Event-ID
         // (the durable log backs what the ring let go).
@@ -444,7 +447,7 @@ export class FeedHub {
    * socket pushes back (the loop then waits for drain and reads on from the ring, which
    * fills meanwhile) or when `exit.leave` is called (the stream stops).
    */
-  private follow(sub: Subscription, write: (chunk: string) => boolean, from: number, exit: { leave?: () => void }): Promise<{ cursor: number; pushedBack: boolean }> {
+  private follow(sub: Subscription, write: (frame: Buffer) => boolean, from: number, exit: { leave?: () => void }): Promise<{ cursor: number; pushedBack: boolean }> {
     let cursor = from;
     return new Promise((resolve) => {
       const leave = (pushedBack: boolean) => {
@@ -595,12 +598,38 @@ export function eventJson(e: WireEvent): string {
   return f;
 }
 
-function sseFrame(e: WireEvent): string {
-  return `id: ${e.seq}\ndata: ${eventJson(e)}\n\n`;
+/**
+ * An event's SSE frame as UTF-8 bytes, encoded once per event object: every stream that
+ * carries it is handed the same Buffer (64 streams, one encoding, no string per stream).
+ */
+const frames = new WeakMap<WireEvent, Buffer>();
+export function sseFrame(e: WireEvent): Buffer {
+  let f = frames.get(e);
+  if (f === undefined) frames.set(e, (f = Buffer.from(`id: ${e.seq}\ndata: ${eventJson(e)}\n\n`)));
+  return f;
 }
 
-/** A poll's answer body, built from each event's shared JSON. */
-export function pollAnswerJson(a: PollAnswer): string {
+const HEARTBEAT_FRAME = Buffer.from(": heartbeat\n\n");
+
+/**
+ * The body of a caught-up poll's answer carrying one event (the answer a parked poll gets
+ * when one event wakes it: `cursor` is that event's seq, nothing lagged), encoded once per
+ * event object and shared by every poll woken by it.
+ */
+const oneEventAnswers = new WeakMap<WireEvent, Buffer>();
+
+/** A poll's answer body, built from each event's shared JSON; a one-event caught-up answer is shared bytes. */
+export function pollAnswerBody(a: PollAnswer): Buffer | string {
+  const only = a.events.length === 1 ? a.events[0]! : undefined;
+  if (only !== undefined && a.lagged === 0 && a.cursor === only.seq) {
+    let b = oneEventAnswers.get(only);
+    if (b === undefined) oneEventAnswers.set(only, (b = Buffer.from(answerJson(a))));
+    return b;
+  }
+  return answerJson(a);
+}
+
+function answerJson(a: PollAnswer): string {
   return `{"ok":true,"events":[${a.events.map(eventJson).join(",")}],"cursor":${a.cursor},"lagged":${a.lagged}}`;
 }
 

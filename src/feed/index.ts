@@ -1,5 +1,5 @@
 /** The change feed's public surface: subscriptions, rings, long poll and streams over the KB's events. */
-export { FeedHub, DEFAULT_FEED_LIMITS, eventJson, pollAnswerJson } from "./hub.js";
+export { FeedHub, DEFAULT_FEED_LIMITS, eventJson, pollAnswerBody } from "./hub.js";
 export type { FeedLimits, FeedPrincipal, WatchRequest, WatchAnswer, PollRequest, PollAnswer, WatcherInfo, FeedHooks, StreamSink, PreparedStream } from "./hub.js";
 export { FeedError, FEED_ERROR_TYPES } from "./errors.js";
 export type { FeedErrorType } from "./errors.js";

@@ -5,6 +5,7 @@
  * reap and graceful shutdown.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import net from "node:net";
 import { spawnDaemon, call, readSse, type Daemon } from "./helpers.js";
 
 const post = (d: Daemon, path: string, body: unknown) => call(d.url, "POST", path, body);
@@ -158,6 +159,89 @@ describe("feed semantics", () => {
     const w = await post(d, "/v1/watch", {});
     const b = await call(d.url, "GET", `/v1/stream?token=${w.body.token}&cursor=abc`);
     expect([b.status, b.body.type]).toEqual([400, "bad-cursor"]);
+  });
+});
+
+/** Send `request` on a raw TCP connection; resolve with the bytes read once `enough` says so. */
+function rawExchange(url: string, request: string, enough: (bytes: Buffer) => boolean): Promise<Buffer> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname, () => sock.write(request));
+    let got = Buffer.alloc(0);
+    sock.on("data", (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      if (enough(got)) {
+        sock.destroy();
+        resolve(got);
+      }
+    });
+    sock.on("error", reject);
+    setTimeout(() => (sock.destroy(), reject(new Error(`timed out; read so far: ${got.toString()}`))), 10_000).unref();
+  });
+}
+
+/** A chunked body split into its chunks (each checked: size line in hex, then exactly that many bytes, then CRLF). */
+function chunksOf(body: Buffer): string[] {
+  const out: string[] = [];
+  let at = 0;
+  while (at < body.length) {
+    const eol = body.indexOf("\r\n", at);
+    if (eol < 0) break;
+    const size = parseInt(body.subarray(at, eol).toString(), 16);
+    expect(body.subarray(at, eol).toString()).toMatch(/^[0-9a-f]+$/);
+    const data = body.subarray(eol + 2, eol + 2 + size);
+    if (data.length < size) break; // the last chunk is still arriving
+    expect(body.subarray(eol + 2 + size, eol + 4 + size).toString()).toBe("\r\n");
+    out.push(data.toString());
+    at = eol + 4 + size;
+  }
+  return out;
+}
+
+describe("SSE bytes on the wire", () => {
+  let d: Daemon;
+  beforeAll(async () => {
+    d = await spawnDaemon({ args: ["--heartbeat-ms", "60000"] });
+  });
+  afterAll(async () => {
+    await d.stop();
+  });
+  const host = () => new URL(d.url).host;
+  const seqs = (text: string) => [...text.matchAll(/^id: ([0-9]+)\ndata: (.*)\n\n/gm)].map((m) => [Number(m[1]), JSON.parse(m[2]!).seq]);
+
+  it("HTTP/1.1: the body is chunked, each event's frame exactly one chunk of its own byte length", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxWire" });
+    const s: number[] = [];
+    const writes = (async () => {
+      await new Promise((r) => setTimeout(r, 100));
+      for (const x of ['(w "Ünï ✓")', "(w Two)"]) {
+        const a = await post(d, "/v1/assert", { sentence: x, context: "CxWire" });
+        expect(a.body.ok).toBe(true);
+        s.push(a.body.seq);
+      }
+    })();
+    const bytes = await rawExchange(d.url, `GET /v1/stream?token=${w.body.token}&cursor=${w.body.cursor} HTTP/1.1\r\nHost: ${host()}\r\n\r\n`, (b) => (b.toString().match(/id: /g) ?? []).length >= 2 && b.toString().endsWith("\r\n"));
+    await writes;
+    const split = bytes.indexOf("\r\n\r\n");
+    expect(bytes.subarray(0, split).toString().toLowerCase()).toContain("transfer-encoding: chunked");
+    const chunks = chunksOf(bytes.subarray(split + 4));
+    expect(chunks.map((c) => seqs(c))).toEqual([[[s[0], s[0]]], [[s[1], s[1]]]]);
+  });
+
+  it("HTTP/1.0: the body is the bare frames, ended by the connection", async () => {
+    const w = await post(d, "/v1/watch", { context: "CxWire10" });
+    const s: number[] = [];
+    const writes = (async () => {
+      await new Promise((r) => setTimeout(r, 100));
+      for (const x of ["(w One)", "(w Two)"]) s.push((await post(d, "/v1/assert", { sentence: x, context: "CxWire10" })).body.seq);
+    })();
+    const bytes = await rawExchange(d.url, `GET /v1/stream?token=${w.body.token}&cursor=${w.body.cursor} HTTP/1.0\r\nHost: ${host()}\r\n\r\n`, (b) => (b.toString().match(/\n\n/g) ?? []).length >= 2 && b.toString().endsWith("\n\n"));
+    await writes;
+    const text = bytes.toString();
+    const split = text.indexOf("\r\n\r\n");
+    expect(text.slice(0, split).toLowerCase()).not.toContain("transfer-encoding");
+    expect(seqs(text.slice(split + 4))).toEqual([[s[0], s[0]], [s[1], s[1]]]);
+    expect(text.slice(split + 4)).toMatch(/^id: /);
   });
 });
 

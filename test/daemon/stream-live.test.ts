@@ -7,7 +7,7 @@
 import { describe, it, expect, afterEach } from "vitest";
 import fc from "fast-check";
 import { openKb, type Kb } from "../../src/kb/index.js";
-import { FeedHub, type StreamSink } from "../../src/feed/index.js";
+import { FeedHub, pollAnswerBody, type StreamSink } from "../../src/feed/index.js";
 
 const admin = { id: "admin", admin: true };
 const tick = () => new Promise((r) => setImmediate(r));
@@ -24,10 +24,13 @@ class TestSink implements StreamSink {
   private drainWaiters: (() => void)[] = [];
   private goneResolve!: () => void;
   readonly gone = new Promise<void>((r) => (this.goneResolve = r));
-  write(chunk: string): boolean {
+  /** Every frame as handed over (the Buffer itself, to see which are shared). */
+  frames: Buffer[] = [];
+  write(frame: Buffer): boolean {
     if (this.throwOnWrite) throw new Error("socket exploded");
     if (this.refused) this.ignoredPushback++;
-    const m = /^id: ([0-9]+)\n/.exec(chunk);
+    this.frames.push(frame);
+    const m = /^id: ([0-9]+)\n/.exec(frame.toString());
     if (m) this.seqs.push(Number(m[1]));
     if (this.full) {
       this.refused = true;
@@ -93,6 +96,27 @@ describe("live streams", () => {
     sink.hangUp();
     await done;
     expect(hub.streamCount).toBe(0);
+  });
+
+  it("every stream that carries an event is handed the same encoded frame: one encoding per event, not per stream", async () => {
+    const { kb, hub } = await setup();
+    const sinks = [new TestSink(), new TestSink(), new TestSink()];
+    const streams = [];
+    for (const sink of sinks) {
+      const w = hub.watch(admin, { goal: "(dog ?x)", context: "CxPets" });
+      streams.push(await stream(hub, w.token, w.cursor, sink));
+    }
+    const a = await kb.assert("(dog Rex)", "CxPets");
+    const b = await kb.assert("(dog Ada)", "CxPets");
+    for (const sink of sinks) expect(sink.seqs).toEqual([a.seq, b.seq]);
+    for (const i of [0, 1]) {
+      expect(sinks[1]!.frames[i]).toBe(sinks[0]!.frames[i]); // the same Buffer object
+      expect(sinks[2]!.frames[i]).toBe(sinks[0]!.frames[i]);
+    }
+    const text = sinks[0]!.frames[0]!.toString();
+    expect(text.startsWith(`id: ${a.seq}\ndata: {`) && text.endsWith("}\n\n") && text.includes('"(dog Rex)"')).toBe(true);
+    for (const sink of sinks) sink.hangUp();
+    await Promise.all(streams.map((s) => s.done));
   });
 
   it("when the socket pushes back, events wait in the ring and follow after drain, in order, once each", async () => {
@@ -211,5 +235,27 @@ describe("live streams", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("parked polls woken by one event", () => {
+  it("share one encoded answer body, the same JSON as the answer", async () => {
+    const { kb, hub } = await setup();
+    const polls = [0, 1, 2].map(() => {
+      const w = hub.watch(admin, { goal: "(dog ?x)", context: "CxPets" });
+      return hub.poll(admin, { token: w.token, cursor: w.cursor, waitMs: 10_000 });
+    });
+    await tick();
+    expect(hub.parkedCount).toBe(3);
+    const a = await kb.assert("(dog Rex)", "CxPets");
+    const answers = await Promise.all(polls);
+    const bodies = answers.map(pollAnswerBody);
+    expect(bodies[1]).toBe(bodies[0]); // the same Buffer object
+    expect(bodies[2]).toBe(bodies[0]);
+    expect(JSON.parse(bodies[0]!.toString())).toEqual({ ok: true, ...JSON.parse(JSON.stringify(answers[0])) });
+    expect(answers[0]!.cursor).toBe(a.seq);
+    // An answer that is not one caught-up event is built for itself, with the same shape.
+    const lagged = { ...answers[0]!, lagged: 2 };
+    expect(JSON.parse(pollAnswerBody(lagged).toString())).toEqual({ ok: true, ...JSON.parse(JSON.stringify(lagged)) });
   });
 });

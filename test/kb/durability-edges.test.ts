@@ -55,6 +55,33 @@ async function fullKb(dir: string, fsyncFn?: FsyncFn): Promise<Kb> {
 
 const settle = <T>(p: Promise<T>) => p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }));
 
+describe("group commit at full: the fsync never holds the next group", () => {
+  it("while a group's fsync is out, the next writes are applied and committed, and one fsync covers them all", async () => {
+    const dir = tempDir();
+    const disk = heldFsync();
+    let fsyncs = 0;
+    const kb = await fullKb(dir, (fd, cb) => (fsyncs++, disk.fn(fd, cb)));
+    const store = kb.store as unknown as { commits: number };
+    fsyncs = 0; // opening fsynced its own writes
+    disk.hold();
+    const a = kb.assert("(dog Ana)", "CxPets");
+    await turns(3);
+    expect([disk.parked, fsyncs]).toEqual([1, 1]);
+    const committed = store.commits;
+    const b = kb.assert("(dog Bo)", "CxPets");
+    await turns(3);
+    const c = kb.assert("(dog Cy)", "CxPets");
+    await turns(3);
+    expect(store.commits).toBe(committed + 2); // both groups committed while the first fsync is out
+    expect(fsyncs).toBe(1); // and wait for the next fsync, not one each
+    disk.release();
+    const seqs = (await Promise.all([a, b, c])).map((r) => r.seq);
+    expect(fsyncs).toBe(2); // one fsync for the two groups that gathered behind the first
+    expect(kb.headSeq).toBe(seqs[2]);
+    await kb.close();
+  });
+});
+
 describe("reads see only durable state (K11)", () => {
   it("a read made while a write's fsync is pending answers only after the fsync, and names that write's seq", async () => {
     const dir = tempDir();
