@@ -122,7 +122,7 @@ export function disputed(kb: Kb, sentence: string, ctx: string): boolean {
   const visible = kb.visibleFrom(ctx);
   let pos = false;
   let neg = false;
-  for (const n of kb.engine.index.withAtom(printTerm(lit.atom))) {
+  for (const n of kb.engine.index.withAtom(lit.atom)) {
     if (n.label === OUT || !visible(n)) continue;
     if (n.neg) neg = true;
     else pos = true;

@@ -2,7 +2,7 @@
  * The engine's record of one stored sentex (a TMS node) and of one justification.
  * Kept deliberately small: a KB holds millions of these.
  */
-import type { List } from "./term.js";
+import { type List, printTerm } from "./term.js";
 import type { CompiledRule } from "./compiled.js";
 export type { CompiledRule } from "./compiled.js";
 
@@ -15,37 +15,65 @@ export type Label = 0 | 1 | 2;
 /** Premise mark: not a premise (derived only), a default premise, a monotonic premise. */
 export type PremiseMark = 0 | 1 | 2;
 
-export interface Node {
-  readonly h: number;
-  readonly ctx: string;
-  readonly neg: boolean;
-  /** The positive atom (for a rule, the whole implies term). */
-  readonly atom: List;
-  /** Canonical text of `atom`; with ctx and neg it is the sentex's identity. */
-  readonly akey: string;
-  /** Canonical text of the stored sentence (`(not ...)` for a negation). */
-  readonly text: string;
-  readonly rule: CompiledRule | null;
+/**
+ * A stored sentex. A class so that its canonical text is printed only when something reads
+ * it (a derived fact's identity is its structure, see MemIndex; most derived facts are never
+ * printed by the engine itself, only when persisted or read).
+ */
+export class Node {
   premise: PremiseMark;
   creator: string | null;
   createdAt: number;
   seq: number;
-  label: Label;
+  label: Label = OUT;
   /** Derivation depth: 0 for premises, 1 + deepest antecedent for a derived sentex. */
-  depth: number;
+  depth = 0;
   /** Justifications supporting this node (derived support). */
-  just: Justification[] | null;
+  just: Justification[] | null = null;
   /**
    * Justifications in which this node is an antecedent or the rule: an array while small,
    * a Set once it grows (a hub fact or a rule can be in millions; removal must stay O(1)).
    */
-  deps: Deps;
+  deps: Deps = null;
   /** True once the node has left the store. */
-  gone: boolean;
+  gone = false;
   /** The engine's write number that last recorded `before` (per-write bookkeeping). */
-  writeNo: number;
+  writeNo = 0;
   /** The label before that write; -1 when that write created the node. */
-  before: number;
+  before = -1;
+  /** Canonical text of `atom`, once printed. */
+  private printed: string | undefined;
+
+  constructor(
+    readonly h: number,
+    readonly ctx: string,
+    readonly neg: boolean,
+    /** The positive atom (for a rule, the whole implies term). */
+    readonly atom: List,
+    /** Canonical text of `atom` when the caller already has it; printed on first read otherwise. */
+    akey: string | undefined,
+    readonly rule: CompiledRule | null,
+    premise: PremiseMark,
+    creator: string | null,
+    createdAt: number,
+    seq: number,
+  ) {
+    this.printed = akey;
+    this.premise = premise;
+    this.creator = creator;
+    this.createdAt = createdAt;
+    this.seq = seq;
+  }
+
+  /** Canonical text of `atom`; with ctx and neg it is the sentex's identity. */
+  get akey(): string {
+    return (this.printed ??= printTerm(this.atom));
+  }
+
+  /** Canonical text of the stored sentence (`(not ...)` for a negation). */
+  get text(): string {
+    return this.neg ? `(not ${this.akey})` : this.akey;
+  }
 }
 
 export type Deps = Justification[] | Set<Justification> | null;
