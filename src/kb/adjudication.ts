@@ -19,7 +19,7 @@
  */
 import { KbError } from "./errors.js";
 import type { Kb } from "./kb.js";
-import { OUT, type Node } from "./node.js";
+import { OUT, type Node, justsOf } from "./node.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
 import { contextFor, agentFor, isAgentId } from "./identity.js";
@@ -255,7 +255,7 @@ export function contestedPremises(kb: Kb, sentence: string, ctx: string): number
     if (seen.has(n)) continue;
     seen.add(n);
     if (sides.has(n.h)) out.add(n.h);
-    for (const j of n.just ?? []) for (const a of j.ants) stack.push(a);
+    for (const j of justsOf(n)) for (const a of j.ants) stack.push(a);
   }
   return [...out].sort((a, b) => a - b);
 }

@@ -29,7 +29,7 @@ import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
 import { compileRule, matchPat, undo, instantiate } from "./compiled.js";
 import type { RawRow } from "./store-of-record.js";
-import { Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
+import { Node, Region, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, depsAdd, depsRemove, depsCopy, justsOf, justAdd, justRemove, justSome, justFilter } from "./node.js";
 
 export type Strength = "default" | "monotonic";
 export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
@@ -537,9 +537,9 @@ export class Engine {
   // ---------------------------------------------------------------- settle
 
   private settle(seeds: Set<Node>): void {
-    let region: Set<Node>;
+    let region: Region;
     if (this.topologyChanged) {
-      region = new Set();
+      region = new Region();
       for (const n of this.index.byHandle.values()) if (!this.isInert(n)) region.add(n);
       for (const s of seeds) region.add(s);
       this.topologyChanged = false;
@@ -560,8 +560,8 @@ export class Engine {
   }
 
   /** The seeds plus everything their labels can reach: dependents and opposites. */
-  private closure(seeds: Iterable<Node>): Set<Node> {
-    const region = new Set<Node>();
+  private closure(seeds: Iterable<Node>): Region {
+    const region = new Region();
     const stack: Node[] = [];
     for (const s of seeds) if (!s.gone && !region.has(s)) {
       region.add(s);
@@ -569,7 +569,8 @@ export class Engine {
     }
     while (stack.length) {
       const n = stack.pop()!;
-      if (n.deps) for (const j of n.deps) if (!region.has(j.concl)) {
+      const deps = n.deps;
+      if (deps) for (const j of deps instanceof Set || Array.isArray(deps) ? deps : [deps]) if (!region.has(j.concl)) {
         region.add(j.concl);
         stack.push(j.concl);
       }
@@ -593,25 +594,24 @@ export class Engine {
     const c = r.rule!.consequent;
     const out: Node[] = [];
     for (const n of this.index.candidates(predKey(c.neg, c.atom[0] as string), c.atom)) {
-      if (n.just && n.just.some((j) => j.rule === r)) out.push(n);
+      if (justSome(n.just, (j) => j.rule === r)) out.push(n);
     }
     return out;
   }
 
   /** Recompute labels inside `region`; returns nodes outside it that would change. */
-  private relabel(region: Set<Node>): Set<Node> {
+  private relabel(region: Region): Set<Node> {
     const widen = (this.widening = new Set<Node>());
     // Reset: forget labels, and forget justifications that lean on the region (they are
     // rediscovered by firing if still valid).
     for (const n of region) n.label = OUT;
     for (const n of region) {
       if (!n.just) continue;
-      n.just = n.just.filter((j) => {
+      n.just = justFilter(n.just, (j) => {
         const keep = !region.has(j.rule) && !j.ants.some((a) => region.has(a));
         if (!keep) this.unlinkDeps(j);
         return keep;
       });
-      if (n.just.length === 0) n.just = null;
     }
     const queue: Node[] = [];
     const establish = (n: Node, label: Label) => {
@@ -642,7 +642,7 @@ export class Engine {
     return widen;
   }
 
-  private drain(queue: Node[], region: Set<Node>, conclude: (c: Node, strength: Label) => void): void {
+  private drain(queue: Node[], region: Region, conclude: (c: Node, strength: Label) => void): void {
     while (queue.length) {
       const n = queue.pop()!;
       if (n.rule) this.fireRule(n, region, conclude);
@@ -651,9 +651,7 @@ export class Engine {
   }
 
   private validJust(n: Node, atLeast: Label): boolean {
-    if (!n.just) return false;
-    for (const j of n.just) if (this.justStrength(j) >= atLeast) return true;
-    return false;
+    return justSome(n.just, (j) => this.justStrength(j) >= atLeast);
   }
 
   private justStrength(j: Justification): Label {
@@ -672,7 +670,7 @@ export class Engine {
     return false;
   }
 
-  private fireFact(n: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fireFact(n: Node, region: Region, conclude: (c: Node, s: Label) => void): void {
     const rules = this.rulesByKey.get(nodePredKey(n));
     if (!rules) return;
     for (const { rule, i } of rules) {
@@ -687,13 +685,13 @@ export class Engine {
     }
   }
 
-  private fireRule(r: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fireRule(r: Node, region: Region, conclude: (c: Node, s: Label) => void): void {
     const ants: Node[] = new Array(r.rule!.lits.length);
     this.join(r, 0, -1, new Array(r.rule!.slots), [], ants, region, conclude);
   }
 
   /** Join antecedent `k` onward (skipping `fixed`) against established nodes. */
-  private join(r: Node, k: number, fixed: number, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private join(r: Node, k: number, fixed: number, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Region, conclude: (c: Node, s: Label) => void): void {
     if (this.bounded) return;
     const rule = r.rule!;
     if (k === rule.lits.length) {
@@ -716,7 +714,7 @@ export class Engine {
   }
 
   /** Try candidate `c` for antecedent `k`, and join the rest when it matches. */
-  private step(r: Node, k: number, fixed: number, c: Node, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private step(r: Node, k: number, fixed: number, c: Node, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Region, conclude: (c: Node, s: Label) => void): void {
     if (c.label === OUT) return;
     const lit = r.rule!.lits[k]!;
     const mark = trail.length;
@@ -727,7 +725,7 @@ export class Engine {
     undo(slots, trail, mark);
   }
 
-  private fire(r: Node, antsIn: Node[], slots: (Term | undefined)[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fire(r: Node, antsIn: Node[], slots: (Term | undefined)[], region: Region, conclude: (c: Node, s: Label) => void): void {
     const ants = antsIn.slice();
     let sameCtx = true;
     for (const a of ants) if (a.ctx !== r.ctx) sameCtx = false;
@@ -761,12 +759,12 @@ export class Engine {
         // A new conclusion can defeat (or be defeated by) opposites outside the region:
         // the region must stay closed under opposites, so they join it.
         if (this.index.hasOpposite(c)) for (const o of this.index.withAtom(atom)) if (o.neg !== c.neg && !region.has(o)) this.widening.add(o);
-      } else if (c.just && c.just.some((j) => j.rule === r && sameAnts(j.ants, ants))) {
+      } else if (justSome(c.just, (j) => j.rule === r && sameAnts(j.ants, ants))) {
         conclude(c, strength);
         continue;
       }
       const j: Justification = { rule: r, ants, concl: c };
-      c.just = pushTo(c.just, j);
+      c.just = justAdd(c.just, j);
       for (const a of ants) a.deps = depsAdd(a.deps, j);
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
       conclude(c, strength);
@@ -782,28 +780,24 @@ export class Engine {
   }
 
   private unlinkDeps(j: Justification): void {
-    for (const a of j.ants) depsRemove(a.deps, j);
+    for (const a of j.ants) a.deps = depsRemove(a.deps, j);
   }
 
   /** After relabelling: drop what lost all support; keep defeated sentexes stored. */
-  private finalize(region: Set<Node>): void {
+  private finalize(region: Region): void {
     for (const n of region) {
       if (n.gone || n.label !== OUT || n.premise !== 0) continue;
-      if (n.just && n.just.some((j) => j.rule.label !== OUT && j.ants.every((a) => a.label !== OUT))) continue;
+      if (justSome(n.just, (j) => j.rule.label !== OUT && j.ants.every((a) => a.label !== OUT))) continue;
       this.deleteNode(n);
     }
   }
 
   private deleteNode(n: Node): void {
     n.gone = true;
-    if (n.just) for (const j of n.just) this.unlinkDeps(j);
+    for (const j of justsOf(n)) this.unlinkDeps(j);
     n.just = null;
-    if (n.deps) for (const j of [...n.deps]) {
-      const c = j.concl;
-      if (c.just) {
-        removeFrom(c.just, j);
-        if (c.just.length === 0) c.just = null;
-      }
+    for (const j of depsCopy(n.deps)) {
+      j.concl.just = justRemove(j.concl.just, j);
       this.unlinkDeps(j);
     }
     n.deps = null;

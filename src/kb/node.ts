@@ -28,12 +28,9 @@ export class Node {
   label: Label = OUT;
   /** Derivation depth: 0 for premises, 1 + deepest antecedent for a derived sentex. */
   depth = 0;
-  /** Justifications supporting this node (derived support). */
-  just: Justification[] | null = null;
-  /**
-   * Justifications in which this node is an antecedent or the rule: an array while small,
-   * a Set once it grows (a hub fact or a rule can be in millions; removal must stay O(1)).
-   */
+  /** Justifications supporting this node (derived support); read them with justsOf. */
+  just: Justs = null;
+  /** Justifications in which this node is an antecedent (rules keep no back-links). */
   deps: Deps = null;
   /** True once the node has left the store. */
   gone = false;
@@ -41,6 +38,8 @@ export class Node {
   writeNo = 0;
   /** The label before that write; -1 when that write created the node. */
   before = -1;
+  /** Number of the last settling region this node joined (see Region). */
+  region = 0;
   /** Canonical text of `atom`, once printed. */
   private printed: string | undefined;
 
@@ -76,21 +75,102 @@ export class Node {
   }
 }
 
-export type Deps = Justification[] | Set<Justification> | null;
+/**
+ * The nodes one settle relabels, in the order they joined. Membership is a stamp on the
+ * node, not a set entry: a region can hold every derived fact of a KB. A node is in at most
+ * one live region (a new region's stamp replaces the old one's, which is then discarded).
+ */
+export class Region implements Iterable<Node> {
+  private static next = 1;
+  readonly no = Region.next++;
+  private readonly nodes: Node[] = [];
+
+  get size(): number {
+    return this.nodes.length;
+  }
+  has(n: Node): boolean {
+    return n.region === this.no;
+  }
+  add(n: Node): void {
+    if (n.region === this.no) return;
+    n.region = this.no;
+    this.nodes.push(n);
+  }
+  /** Visits nodes added while iterating too, as a Set's iterator does. */
+  [Symbol.iterator](): Iterator<Node> {
+    return this.nodes[Symbol.iterator]();
+  }
+}
+
+/** A node's justifications: one held directly (the common case), or an array. */
+export type Justs = Justification | Justification[] | null;
+
+/**
+ * Justifications in which a node is an antecedent: one held directly, an array while few,
+ * a Set once many (a hub fact can be in millions; removal must stay O(1)).
+ */
+export type Deps = Justification | Justification[] | Set<Justification> | null;
 
 const DEPS_ARRAY_MAX = 32;
 
 export function depsAdd(deps: Deps, j: Justification): Deps {
-  if (!deps) return [j];
+  if (!deps) return j;
   if (deps instanceof Set) return deps.add(j);
+  if (!Array.isArray(deps)) return [deps, j];
   deps.push(j);
   return deps.length > DEPS_ARRAY_MAX ? new Set(deps) : deps;
 }
 
-export function depsRemove(deps: Deps, j: Justification): void {
-  if (!deps) return;
+export function depsRemove(deps: Deps, j: Justification): Deps {
+  if (!deps) return null;
   if (deps instanceof Set) deps.delete(j);
+  else if (!Array.isArray(deps)) return deps === j ? null : deps;
   else removeFrom(deps, j);
+  return deps;
+}
+
+/** The justifications of `deps` as a fresh array (safe to walk while `deps` changes). */
+export function depsCopy(deps: Deps): Justification[] {
+  if (!deps) return [];
+  if (deps instanceof Set || Array.isArray(deps)) return [...deps];
+  return [deps];
+}
+
+export function justAdd(just: Justs, j: Justification): Justs {
+  if (!just) return j;
+  if (!Array.isArray(just)) return [just, j];
+  just.push(j);
+  return just;
+}
+
+export function justRemove(just: Justs, j: Justification): Justs {
+  if (!just) return null;
+  if (!Array.isArray(just)) return just === j ? null : just;
+  removeFrom(just, j);
+  return just.length === 0 ? null : just;
+}
+
+/** Whether some justification satisfies `test`. */
+export function justSome(just: Justs, test: (j: Justification) => boolean): boolean {
+  if (!just) return false;
+  if (!Array.isArray(just)) return test(just);
+  for (const j of just) if (test(j)) return true;
+  return false;
+}
+
+/** The justifications kept by `keep`, each dropped one passed to `dropped`. */
+export function justFilter(just: Justs, keep: (j: Justification) => boolean): Justs {
+  if (!just) return null;
+  if (!Array.isArray(just)) return keep(just) ? just : null;
+  const kept = just.filter(keep);
+  return kept.length === 0 ? null : kept;
+}
+
+/** A node's justifications as an array (for reads: `why`, disputes, rulings). */
+export function justsOf(n: Node): readonly Justification[] {
+  const just = n.just;
+  if (!just) return [];
+  return Array.isArray(just) ? just : [just];
 }
 
 export interface Justification {
@@ -102,14 +182,6 @@ export interface Justification {
 /** Index key of a literal's predicate and polarity: `p` or `~p`. */
 export const predKey = (neg: boolean, pred: string): string => (neg ? "~" + pred : pred);
 export const nodePredKey = (n: Node): string => predKey(n.neg, n.atom[0] as string);
-
-export function pushTo<T>(list: T[] | null, item: T): T[] {
-  if (list) {
-    list.push(item);
-    return list;
-  }
-  return [item];
-}
 
 export function removeFrom<T>(list: T[] | null, item: T): void {
   if (!list) return;
