@@ -29,7 +29,7 @@ import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
 import { compileRule, matchPat, undo, instantiate } from "./compiled.js";
 import type { RawRow } from "./store-of-record.js";
-import { Node, Region, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, depsAdd, depsRemove, depsCopy, justsOf, justAdd, justRemove, justSome, justFilter } from "./node.js";
+import { Node, Region, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, depsAdd, depsRemove, depsCopy, depsList, justsOf, justAdd, justRemove, justSome, justFilter } from "./node.js";
 
 export type Strength = "default" | "monotonic";
 export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
@@ -569,8 +569,7 @@ export class Engine {
     }
     while (stack.length) {
       const n = stack.pop()!;
-      const deps = n.deps;
-      if (deps) for (const j of deps instanceof Set || Array.isArray(deps) ? deps : [deps]) if (!region.has(j.concl)) {
+      for (const j of depsList(n.deps)) if (!region.has(j.concl)) {
         region.add(j.concl);
         stack.push(j.concl);
       }
@@ -763,7 +762,7 @@ export class Engine {
         conclude(c, strength);
         continue;
       }
-      const j: Justification = { rule: r, ants, concl: c };
+      const j: Justification = { rule: r, ants, concl: c, dead: false };
       c.just = justAdd(c.just, j);
       for (const a of ants) a.deps = depsAdd(a.deps, j);
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
@@ -780,6 +779,8 @@ export class Engine {
   }
 
   private unlinkDeps(j: Justification): void {
+    if (j.dead) return; // an antecedent of its own conclusion is unlinked once
+    j.dead = true;
     for (const a of j.ants) a.deps = depsRemove(a.deps, j);
   }
 

@@ -115,6 +115,12 @@ const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
  */
 class AtomTable {
   private readonly root = newLevel();
+  /**
+   * The leaf map of the atom `get` looked up last: a firing looks its conclusion up and then
+   * adds it, and the add reuses the walk. Only `remove` drops maps, and it clears this.
+   */
+  private lastAtom: List | undefined;
+  private lastLeaves: Map<string, Bucket> | undefined;
 
   /** The leaf map holding `atom`'s bucket (created on the way when `create`). */
   private leafMap(atom: List, create: boolean): Map<string, Bucket> | undefined {
@@ -139,17 +145,23 @@ class AtomTable {
 
   get(atom: List): Bucket | undefined {
     if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    return this.leafMap(atom, false)?.get(argKey(atom[atom.length - 1]!));
+    const leaves = this.leafMap(atom, false);
+    this.lastAtom = atom;
+    this.lastLeaves = leaves;
+    return leaves?.get(argKey(atom[atom.length - 1]!));
   }
 
   /** Add n under its atom; returns the bucket as it was before (undefined when new). */
   add(n: Node): Bucket | undefined {
     if (n.atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    return bucketAdd(this.leafMap(n.atom, true)!, argKey(n.atom[n.atom.length - 1]!), n);
+    const leaves = (n.atom === this.lastAtom ? this.lastLeaves : undefined) ?? this.leafMap(n.atom, true)!;
+    return bucketAdd(leaves, argKey(n.atom[n.atom.length - 1]!), n);
   }
 
   /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
   remove(n: Node): void {
+    this.lastAtom = undefined;
+    this.lastLeaves = undefined;
     const atom = n.atom;
     const path: Level[] = [this.root];
     const keys: string[] = [];

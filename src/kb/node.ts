@@ -106,34 +106,63 @@ export class Region implements Iterable<Node> {
 export type Justs = Justification | Justification[] | null;
 
 /**
- * Justifications in which a node is an antecedent: one held directly, an array while few,
- * a Set once many (a hub fact can be in millions; removal must stay O(1)).
+ * A hub's dependents (a fact that is an antecedent of many firings): an array with
+ * unlinked justifications left in place and skipped, compacted once they are half of it.
+ * Push and removal are O(1) amortized without a hash entry per justification.
  */
-export type Deps = Justification | Justification[] | Set<Justification> | null;
+export class DepList {
+  items: Justification[];
+  dead = 0;
+  constructor(items: Justification[]) {
+    this.items = items;
+  }
+}
+
+/**
+ * Justifications in which a node is an antecedent: one held directly, an array while few,
+ * a DepList once many.
+ */
+export type Deps = Justification | Justification[] | DepList | null;
 
 const DEPS_ARRAY_MAX = 32;
 
 export function depsAdd(deps: Deps, j: Justification): Deps {
   if (!deps) return j;
-  if (deps instanceof Set) return deps.add(j);
+  if (deps instanceof DepList) {
+    deps.items.push(j);
+    return deps;
+  }
   if (!Array.isArray(deps)) return [deps, j];
   deps.push(j);
-  return deps.length > DEPS_ARRAY_MAX ? new Set(deps) : deps;
+  return deps.length > DEPS_ARRAY_MAX ? new DepList(deps) : deps;
 }
 
+/** Remove `j`, already marked dead (see Justification.dead). */
 export function depsRemove(deps: Deps, j: Justification): Deps {
   if (!deps) return null;
-  if (deps instanceof Set) deps.delete(j);
-  else if (!Array.isArray(deps)) return deps === j ? null : deps;
+  if (deps instanceof DepList) {
+    if (++deps.dead * 2 > deps.items.length) {
+      deps.items = deps.items.filter((x) => !x.dead);
+      deps.dead = 0;
+    }
+  } else if (!Array.isArray(deps)) return deps === j ? null : deps;
   else removeFrom(deps, j);
   return deps;
 }
 
-/** The justifications of `deps` as a fresh array (safe to walk while `deps` changes). */
+/** The live justifications of `deps` as a fresh array (safe to walk while `deps` changes). */
 export function depsCopy(deps: Deps): Justification[] {
   if (!deps) return [];
-  if (deps instanceof Set || Array.isArray(deps)) return [...deps];
+  if (deps instanceof DepList) return deps.items.filter((x) => !x.dead);
+  if (Array.isArray(deps)) return [...deps];
   return [deps];
+}
+
+/** The live justifications of `deps`, for reading only (no copy when it is an array). */
+export function depsList(deps: Deps): readonly Justification[] {
+  if (!deps) return [];
+  if (deps instanceof DepList) return deps.dead === 0 ? deps.items : deps.items.filter((x) => !x.dead);
+  return Array.isArray(deps) ? deps : [deps];
 }
 
 export function justAdd(just: Justs, j: Justification): Justs {
@@ -177,6 +206,8 @@ export interface Justification {
   readonly rule: Node;
   readonly ants: readonly Node[];
   readonly concl: Node;
+  /** Set once the justification is unlinked from its antecedents; it never comes back. */
+  dead: boolean;
 }
 
 /** Index key of a literal's predicate and polarity: `p` or `~p`. */
