@@ -158,6 +158,16 @@ class AtomTable {
     return bucketAdd(leaves, argKey(n.atom[n.atom.length - 1]!), n);
   }
 
+  /** Levels below the root (what stays allocated; 0 once every atom is removed). */
+  levels(): number {
+    const count = (lv: Level): number => {
+      let n = 0;
+      if (lv.kids) for (const k of lv.kids.values()) n += 1 + count(k);
+      return n + (lv.leaves ? 1 : 0);
+    };
+    return count(this.root);
+  }
+
   /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
   remove(n: Node): void {
     this.lastAtom = undefined;
@@ -247,6 +257,11 @@ export class MemIndex {
   /** Nodes whose sentence names `(sentexHandle h)`. */
   mentioning(h: number): readonly Node[] {
     return bucketList(this.mentions.get(h));
+  }
+
+  /** Maps the identity index holds (levels and leaf maps): 0 when no node is stored. */
+  identityMaps(): number {
+    return this.byAtom.levels();
   }
 
   /** Every node (any context, either polarity) with this atom. */
