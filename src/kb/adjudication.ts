@@ -19,7 +19,7 @@
  */
 import { KbError } from "./errors.js";
 import type { Kb } from "./kb.js";
-import { OUT, type Node } from "./node.js";
+import { OUT, type Node, justsOf } from "./node.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
 import { contextFor, agentFor, isAgentId } from "./identity.js";
@@ -93,7 +93,7 @@ function rulingMarks(kb: Kb, arbiter: string, id?: string): RulingMark[] {
 
 function storedIn(kb: Kb, sentence: string, ctx: string): Node | undefined {
   const lit = literalShape(parseTerm(sentence));
-  return kb.engine.index.find(ctx, lit.neg, printTerm(lit.atom));
+  return kb.engine.index.find(ctx, lit.neg, lit.atom);
 }
 
 /** Handles of the upheld sentences of `arbiter`'s standing rulings on dispute `id`, ascending. */
@@ -139,7 +139,7 @@ export async function rule(kb: Kb, arbiter: string, id: string, upheld: string, 
   // Party check: a side held in the arbiter's own context as a claim, not as a ruling.
   for (const s of sides) {
     if (!s) continue;
-    const held = kb.engine.index.find(ctx, s.neg, s.akey);
+    const held = kb.engine.index.find(ctx, s.neg, s.atom);
     if (held && held.label !== OUT && !marks.some((m) => m.upheld === held.text)) {
       throw new KbError("arbiter-is-party", `${arbiter} is a party to dispute ${key}: it claims ${held.text} (handle ${held.h})`);
     }
@@ -248,14 +248,14 @@ export function contestedPremises(kb: Kb, sentence: string, ctx: string): number
   const sides = new Set<number>();
   for (const d of disputesIn(kb, ctx)) for (const s of d.sides) sides.add(s.handle);
   const seen = new Set<Node>();
-  const stack = kb.engine.index.withAtom(printTerm(lit.atom)).filter((n) => n.neg === lit.neg && n.label !== OUT && visible(n));
+  const stack = kb.engine.index.withAtom(lit.atom).filter((n) => n.neg === lit.neg && n.label !== OUT && visible(n));
   const out = new Set<number>();
   while (stack.length) {
     const n = stack.pop()!;
     if (seen.has(n)) continue;
     seen.add(n);
     if (sides.has(n.h)) out.add(n.h);
-    for (const j of n.just ?? []) for (const a of j.ants) stack.push(a);
+    for (const j of justsOf(n)) for (const a of j.ants) stack.push(a);
   }
   return [...out].sort((a, b) => a - b);
 }

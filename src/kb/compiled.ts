@@ -68,7 +68,7 @@ export function undo(slots: (Term | undefined)[], trail: number[], mark: number)
 }
 
 /** The index key of argument `p` under the current bindings, or undefined when not ground. */
-export function argKeyOf(p: Pat, slots: (Term | undefined)[]): string | undefined {
+export function argKeyOf(p: Pat, slots: readonly (Term | undefined)[]): string | undefined {
   if (typeof p === "string") return p;
   if (typeof p === "number") {
     const v = slots[p];
@@ -79,7 +79,7 @@ export function argKeyOf(p: Pat, slots: (Term | undefined)[]): string | undefine
 }
 
 /** The term a pattern denotes under the bindings (undefined when a slot is free). */
-export function instantiate(p: Pat, slots: (Term | undefined)[]): Term | undefined {
+export function instantiate(p: Pat, slots: readonly (Term | undefined)[]): Term | undefined {
   if (typeof p === "string") return p;
   if (typeof p === "number") return slots[p];
   const out: Term[] = new Array(p.length);

@@ -14,7 +14,7 @@
  */
 import { KbError } from "./errors.js";
 import { type Kb, type ClashSide, clashId } from "./kb.js";
-import { OUT, type Node } from "./node.js";
+import { OUT, type Node, justsOf } from "./node.js";
 import { parseTerm, printTerm } from "./term.js";
 import { literalShape } from "./sentence.js";
 
@@ -103,7 +103,7 @@ function assertedAt(n: Node, memo: Map<Node, number>): number {
   if (known !== undefined) return known;
   memo.set(n, 0); // a support cycle adds nothing
   let best = Infinity;
-  for (const j of n.just ?? []) {
+  for (const j of justsOf(n)) {
     let t = assertedAt(j.rule, memo);
     for (const a of j.ants) t = Math.max(t, assertedAt(a, memo));
     best = Math.min(best, t);
@@ -122,7 +122,7 @@ export function disputed(kb: Kb, sentence: string, ctx: string): boolean {
   const visible = kb.visibleFrom(ctx);
   let pos = false;
   let neg = false;
-  for (const n of kb.engine.index.withAtom(printTerm(lit.atom))) {
+  for (const n of kb.engine.index.withAtom(lit.atom)) {
     if (n.label === OUT || !visible(n)) continue;
     if (n.neg) neg = true;
     else pos = true;

@@ -27,9 +27,9 @@ import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, str
 import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
-import { compileRule, matchPat, undo, argKeyOf, instantiate } from "./compiled.js";
+import { compileRule, matchPat, undo, instantiate } from "./compiled.js";
 import type { RawRow } from "./store-of-record.js";
-import { type Node, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, pushTo, removeFrom, depsAdd, depsRemove } from "./node.js";
+import { Node, Region, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, depsAdd, depsRemove, depsCopy, depsList, justsOf, justAdd, justRemove, justSome, justFilter } from "./node.js";
 
 export type Strength = "default" | "monotonic";
 export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
@@ -374,7 +374,7 @@ export class Engine {
   }
 
   private applyAdd(a: PreparedAdd, seeds: Set<Node>): [Node, boolean] {
-    const existing = this.index.find(a.ctx, a.neg, a.akey);
+    const existing = this.index.find(a.ctx, a.neg, a.atom);
     if (existing) {
       if (existing.premise < a.mark) {
         if (existing.premise === 0 && existing.creator === null) {
@@ -387,7 +387,7 @@ export class Engine {
       }
       return [existing, false];
     }
-    const n = this.newNode(a.ctx, a.neg, a.atom, a.akey, a.text, a.rule, a.mark, a.creator);
+    const n = this.newNode(a.ctx, a.neg, a.atom, a.akey, a.rule, a.mark, a.creator);
     if (a.atom[0] === "genlCx" && !a.neg) {
       n.label = IN_MONO; // topology is read during this very settle
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, n.h)) this.topologyChanged = true;
@@ -438,26 +438,13 @@ export class Engine {
     return false;
   }
 
-  private newNode(ctx: string, neg: boolean, atom: List, akey: string, text: string, rule: CompiledRule | null, mark: PremiseMark, creator: string | null): Node {
+  private newNode(ctx: string, neg: boolean, atom: List, akey: string | undefined, rule: CompiledRule | null, mark: PremiseMark, creator: string | null): Node {
     let h: number;
     let seq = this.writeSeq;
-    const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey)) : undefined;
+    const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey ?? printTerm(atom))) : undefined;
     if (reused) [h, seq] = reused;
     else h = this.nextHandle++;
-    const n: Node = {
-      h, ctx, neg, atom, akey, text, rule,
-      premise: mark,
-      creator: mark === 0 ? null : creator,
-      createdAt: mark === 0 ? 0 : this.now(),
-      seq,
-      label: OUT,
-      depth: 0,
-      just: null,
-      deps: null,
-      gone: false,
-      writeNo: 0,
-      before: -1,
-    };
+    const n = new Node(h, ctx, neg, atom, akey, rule, mark, mark === 0 ? null : creator, mark === 0 ? 0 : this.now(), seq);
     this.index.add(n);
     if (rule) this.indexRule(n);
     n.writeNo = this.writeNo;
@@ -550,9 +537,9 @@ export class Engine {
   // ---------------------------------------------------------------- settle
 
   private settle(seeds: Set<Node>): void {
-    let region: Set<Node>;
+    let region: Region;
     if (this.topologyChanged) {
-      region = new Set();
+      region = new Region();
       for (const n of this.index.byHandle.values()) if (!this.isInert(n)) region.add(n);
       for (const s of seeds) region.add(s);
       this.topologyChanged = false;
@@ -573,8 +560,8 @@ export class Engine {
   }
 
   /** The seeds plus everything their labels can reach: dependents and opposites. */
-  private closure(seeds: Iterable<Node>): Set<Node> {
-    const region = new Set<Node>();
+  private closure(seeds: Iterable<Node>): Region {
+    const region = new Region();
     const stack: Node[] = [];
     for (const s of seeds) if (!s.gone && !region.has(s)) {
       region.add(s);
@@ -582,7 +569,7 @@ export class Engine {
     }
     while (stack.length) {
       const n = stack.pop()!;
-      if (n.deps) for (const j of n.deps) if (!region.has(j.concl)) {
+      for (const j of depsList(n.deps)) if (!region.has(j.concl)) {
         region.add(j.concl);
         stack.push(j.concl);
       }
@@ -590,7 +577,7 @@ export class Engine {
         region.add(c);
         stack.push(c);
       }
-      if (this.index.hasOpposite(n)) for (const o of this.index.withAtom(n.akey)) if (o.neg !== n.neg && !region.has(o)) {
+      if (this.index.hasOpposite(n)) for (const o of this.index.withAtom(n.atom)) if (o.neg !== n.neg && !region.has(o)) {
         region.add(o);
         stack.push(o);
       }
@@ -606,25 +593,24 @@ export class Engine {
     const c = r.rule!.consequent;
     const out: Node[] = [];
     for (const n of this.index.candidates(predKey(c.neg, c.atom[0] as string), c.atom)) {
-      if (n.just && n.just.some((j) => j.rule === r)) out.push(n);
+      if (justSome(n.just, (j) => j.rule === r)) out.push(n);
     }
     return out;
   }
 
   /** Recompute labels inside `region`; returns nodes outside it that would change. */
-  private relabel(region: Set<Node>): Set<Node> {
+  private relabel(region: Region): Set<Node> {
     const widen = (this.widening = new Set<Node>());
     // Reset: forget labels, and forget justifications that lean on the region (they are
     // rediscovered by firing if still valid).
     for (const n of region) n.label = OUT;
     for (const n of region) {
       if (!n.just) continue;
-      n.just = n.just.filter((j) => {
+      n.just = justFilter(n.just, (j) => {
         const keep = !region.has(j.rule) && !j.ants.some((a) => region.has(a));
         if (!keep) this.unlinkDeps(j);
         return keep;
       });
-      if (n.just.length === 0) n.just = null;
     }
     const queue: Node[] = [];
     const establish = (n: Node, label: Label) => {
@@ -655,7 +641,7 @@ export class Engine {
     return widen;
   }
 
-  private drain(queue: Node[], region: Set<Node>, conclude: (c: Node, strength: Label) => void): void {
+  private drain(queue: Node[], region: Region, conclude: (c: Node, strength: Label) => void): void {
     while (queue.length) {
       const n = queue.pop()!;
       if (n.rule) this.fireRule(n, region, conclude);
@@ -664,9 +650,7 @@ export class Engine {
   }
 
   private validJust(n: Node, atLeast: Label): boolean {
-    if (!n.just) return false;
-    for (const j of n.just) if (this.justStrength(j) >= atLeast) return true;
-    return false;
+    return justSome(n.just, (j) => this.justStrength(j) >= atLeast);
   }
 
   private justStrength(j: Justification): Label {
@@ -679,13 +663,13 @@ export class Engine {
   /** A default sentex is defeated by a monotonic opposite where some context sees both. */
   private defeated(n: Node): boolean {
     if (!this.index.hasOpposite(n)) return false;
-    for (const o of this.index.withAtom(n.akey)) {
+    for (const o of this.index.withAtom(n.atom)) {
       if (o.neg !== n.neg && o.label === IN_MONO && this.topology.meet(n.ctx, o.ctx)) return true;
     }
     return false;
   }
 
-  private fireFact(n: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fireFact(n: Node, region: Region, conclude: (c: Node, s: Label) => void): void {
     const rules = this.rulesByKey.get(nodePredKey(n));
     if (!rules) return;
     for (const { rule, i } of rules) {
@@ -700,13 +684,13 @@ export class Engine {
     }
   }
 
-  private fireRule(r: Node, region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private fireRule(r: Node, region: Region, conclude: (c: Node, s: Label) => void): void {
     const ants: Node[] = new Array(r.rule!.lits.length);
     this.join(r, 0, -1, new Array(r.rule!.slots), [], ants, region, conclude);
   }
 
   /** Join antecedent `k` onward (skipping `fixed`) against established nodes. */
-  private join(r: Node, k: number, fixed: number, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  private join(r: Node, k: number, fixed: number, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Region, conclude: (c: Node, s: Label) => void): void {
     if (this.bounded) return;
     const rule = r.rule!;
     if (k === rule.lits.length) {
@@ -718,20 +702,29 @@ export class Engine {
       return;
     }
     const lit = rule.lits[k]!;
-    const argKeys: (string | undefined)[] = new Array(lit.pat.length);
-    for (let i = 1; i < lit.pat.length; i++) argKeys[i] = argKeyOf(lit.pat[i]!, slots);
-    for (const c of this.index.candidatesByArgs(lit.key, argKeys)) {
-      if (c.label === OUT) continue;
-      const mark = trail.length;
-      if (matchPat(lit.pat, c.atom, slots, trail)) {
-        ants[k] = c;
-        this.join(r, k + 1, fixed, slots, trail, ants, region, conclude);
-      }
-      undo(slots, trail, mark);
-    }
+    const found = this.index.bucketFor(lit.key, lit.pat, slots);
+    if (found === null) {
+      for (const c of this.index.all(lit.key)) this.step(r, k, fixed, c, slots, trail, ants, region, conclude);
+    } else if (Array.isArray(found)) {
+      // Firing may append to this very bucket; what it appends is established later and fires itself.
+      const len = found.length;
+      for (let i = 0; i < len; i++) this.step(r, k, fixed, found[i]!, slots, trail, ants, region, conclude);
+    } else this.step(r, k, fixed, found as Node, slots, trail, ants, region, conclude);
   }
 
-  private fire(r: Node, antsIn: Node[], slots: (Term | undefined)[], region: Set<Node>, conclude: (c: Node, s: Label) => void): void {
+  /** Try candidate `c` for antecedent `k`, and join the rest when it matches. */
+  private step(r: Node, k: number, fixed: number, c: Node, slots: (Term | undefined)[], trail: number[], ants: Node[], region: Region, conclude: (c: Node, s: Label) => void): void {
+    if (c.label === OUT) return;
+    const lit = r.rule!.lits[k]!;
+    const mark = trail.length;
+    if (matchPat(lit.pat, c.atom, slots, trail)) {
+      ants[k] = c;
+      this.join(r, k + 1, fixed, slots, trail, ants, region, conclude);
+    }
+    undo(slots, trail, mark);
+  }
+
+  private fire(r: Node, antsIn: Node[], slots: (Term | undefined)[], region: Region, conclude: (c: Node, s: Label) => void): void {
     const ants = antsIn.slice();
     let sameCtx = true;
     for (const a of ants) if (a.ctx !== r.ctx) sameCtx = false;
@@ -750,28 +743,27 @@ export class Engine {
     }
     const cons = r.rule!.consequent;
     const atom = instantiate(r.rule!.head.pat, slots) as List;
-    const akey = printTerm(atom);
     const masked = this.index.predSize("except") > 0;
     for (const ctx of places) {
       if (masked && (this.hiddenFrom(r, ctx) || ants.some((a) => this.hiddenFrom(a, ctx)))) continue;
-      let c = this.index.find(ctx, cons.neg, akey);
+      let c = this.index.find(ctx, cons.neg, atom);
       if (!c) {
         if (++this.derivations > this.limits.maxDerivations) {
           this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
           return;
         }
-        c = this.newNode(ctx, cons.neg, atom, akey, cons.neg ? `(not ${akey})` : akey, null, 0, null);
+        c = this.newNode(ctx, cons.neg, atom, undefined, null, 0, null);
         c.depth = depth;
         region.add(c);
         // A new conclusion can defeat (or be defeated by) opposites outside the region:
         // the region must stay closed under opposites, so they join it.
-        if (this.index.hasOpposite(c)) for (const o of this.index.withAtom(akey)) if (o.neg !== c.neg && !region.has(o)) this.widening.add(o);
-      } else if (c.just && c.just.some((j) => j.rule === r && sameAnts(j.ants, ants))) {
+        if (this.index.hasOpposite(c)) for (const o of this.index.withAtom(atom)) if (o.neg !== c.neg && !region.has(o)) this.widening.add(o);
+      } else if (justSome(c.just, (j) => j.rule === r && sameAnts(j.ants, ants))) {
         conclude(c, strength);
         continue;
       }
-      const j: Justification = { rule: r, ants, concl: c };
-      c.just = pushTo(c.just, j);
+      const j: Justification = { rule: r, ants, concl: c, dead: false };
+      c.just = justAdd(c.just, j);
       for (const a of ants) a.deps = depsAdd(a.deps, j);
       if (c.premise === 0 && (c.depth === 0 || depth < c.depth)) c.depth = depth;
       conclude(c, strength);
@@ -787,28 +779,26 @@ export class Engine {
   }
 
   private unlinkDeps(j: Justification): void {
-    for (const a of j.ants) depsRemove(a.deps, j);
+    if (j.dead) return; // an antecedent of its own conclusion is unlinked once
+    j.dead = true;
+    for (const a of j.ants) a.deps = depsRemove(a.deps, j);
   }
 
   /** After relabelling: drop what lost all support; keep defeated sentexes stored. */
-  private finalize(region: Set<Node>): void {
+  private finalize(region: Region): void {
     for (const n of region) {
       if (n.gone || n.label !== OUT || n.premise !== 0) continue;
-      if (n.just && n.just.some((j) => j.rule.label !== OUT && j.ants.every((a) => a.label !== OUT))) continue;
+      if (justSome(n.just, (j) => j.rule.label !== OUT && j.ants.every((a) => a.label !== OUT))) continue;
       this.deleteNode(n);
     }
   }
 
   private deleteNode(n: Node): void {
     n.gone = true;
-    if (n.just) for (const j of n.just) this.unlinkDeps(j);
+    for (const j of justsOf(n)) this.unlinkDeps(j);
     n.just = null;
-    if (n.deps) for (const j of [...n.deps]) {
-      const c = j.concl;
-      if (c.just) {
-        removeFrom(c.just, j);
-        if (c.just.length === 0) c.just = null;
-      }
+    for (const j of depsCopy(n.deps)) {
+      j.concl.just = justRemove(j.concl.just, j);
       this.unlinkDeps(j);
     }
     n.deps = null;
@@ -852,11 +842,7 @@ export class Engine {
         this.reuse.set(identityKey(ctx, neg, akey), [handle, seq]);
         continue;
       }
-      const n: Node = {
-        h: handle, ctx, neg, atom, akey, text, rule,
-        premise, creator, createdAt, seq,
-        label: OUT, depth: 0, just: null, deps: null, gone: false, writeNo: 0, before: -1,
-      };
+      const n = new Node(handle, ctx, neg, atom, akey, rule, premise, creator, createdAt, seq);
       this.index.add(n);
       if (rule) this.indexRule(n);
       if (atom[0] === "genlCx" && !neg) {
@@ -884,8 +870,8 @@ export class Engine {
   clashes(ctx: string): Clash[] {
     const cone = this.topology.up(ctx);
     const out: Clash[] = [];
-    for (const akey of this.index.opposed) {
-      const nodes = this.index.withAtom(akey).filter((n) => n.label !== OUT && cone.has(n.ctx) && !this.hiddenFrom(n, ctx));
+    for (const atom of this.index.opposed.values()) {
+      const nodes = this.index.withAtom(atom).filter((n) => n.label !== OUT && cone.has(n.ctx) && !this.hiddenFrom(n, ctx));
       for (const p of nodes) {
         if (p.neg) continue;
         for (const q of nodes) {

@@ -1,11 +1,12 @@
 /**
- * In-memory indexes over stored nodes: by handle, by identity (atom text), by predicate,
- * and by (predicate, argument position, argument text). A bucket holds one node directly
+ * In-memory indexes over stored nodes: by handle, by identity (the atom's structure), by
+ * predicate, and by (predicate, argument position, argument text). A bucket holds one node directly
  * and becomes an array only when a second arrives, which keeps the common unique-key case
  * at one map entry per sentex.
  */
 import { type List, type Term, printTerm, isVariable, handleOfTerm } from "./term.js";
 import { type Node, nodePredKey } from "./node.js";
+import { type Pat, argKeyOf } from "./compiled.js";
 
 type Bucket = Node | Node[];
 
@@ -94,14 +95,115 @@ export class HandleTable {
   }
 }
 
+/**
+ * One level of the identity index: the atoms that continue with one more element (`kids`,
+ * keyed by that element's index key) and the atoms that end with it (`leaves`).
+ */
+interface Level {
+  kids: Map<string, Level> | undefined;
+  leaves: Map<string, Bucket> | undefined;
+}
+
+const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
+
+/**
+ * Nodes by atom structure, one map per element: looking up a derived atom reads maps keyed
+ * by the strings it is built of (their hashes already computed), never a freshly printed
+ * text of the whole atom, which would be hashed and compared against a map of millions.
+ * Two atoms have the same path exactly when their canonical texts are equal (an element's
+ * key is the atom itself or the printed text of a list).
+ */
+class AtomTable {
+  private readonly root = newLevel();
+  /**
+   * The leaf map of the atom `get` looked up last: a firing looks its conclusion up and then
+   * adds it, and the add reuses the walk. Only `remove` drops maps, and it clears this.
+   */
+  private lastAtom: List | undefined;
+  private lastLeaves: Map<string, Bucket> | undefined;
+
+  /** The leaf map holding `atom`'s bucket (created on the way when `create`). */
+  private leafMap(atom: List, create: boolean): Map<string, Bucket> | undefined {
+    let lv = this.root;
+    const last = atom.length - 1;
+    for (let i = 0; i < last; i++) {
+      const k = argKey(atom[i]!);
+      let next = lv.kids?.get(k);
+      if (next === undefined) {
+        if (!create) return undefined;
+        next = newLevel();
+        (lv.kids ??= new Map()).set(k, next);
+      }
+      lv = next;
+    }
+    if (lv.leaves === undefined) {
+      if (!create) return undefined;
+      lv.leaves = new Map();
+    }
+    return lv.leaves;
+  }
+
+  get(atom: List): Bucket | undefined {
+    if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
+    const leaves = this.leafMap(atom, false);
+    this.lastAtom = atom;
+    this.lastLeaves = leaves;
+    return leaves?.get(argKey(atom[atom.length - 1]!));
+  }
+
+  /** Add n under its atom; returns the bucket as it was before (undefined when new). */
+  add(n: Node): Bucket | undefined {
+    if (n.atom.length === 0) throw new Error("invariant: an atom has a predicate");
+    const leaves = (n.atom === this.lastAtom ? this.lastLeaves : undefined) ?? this.leafMap(n.atom, true)!;
+    return bucketAdd(leaves, argKey(n.atom[n.atom.length - 1]!), n);
+  }
+
+  /** Levels below the root (what stays allocated; 0 once every atom is removed). */
+  levels(): number {
+    const count = (lv: Level): number => {
+      let n = 0;
+      if (lv.kids) for (const k of lv.kids.values()) n += 1 + count(k);
+      return n + (lv.leaves ? 1 : 0);
+    };
+    return count(this.root);
+  }
+
+  /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
+  remove(n: Node): void {
+    this.lastAtom = undefined;
+    this.lastLeaves = undefined;
+    const atom = n.atom;
+    const path: Level[] = [this.root];
+    const keys: string[] = [];
+    for (let i = 0; i < atom.length - 1; i++) {
+      const k = argKey(atom[i]!);
+      const next = path[i]!.kids?.get(k);
+      if (next === undefined) return;
+      path.push(next);
+      keys.push(k);
+    }
+    let lv = path[path.length - 1]!;
+    if (lv.leaves === undefined) return;
+    bucketRemove(lv.leaves, argKey(atom[atom.length - 1]!), n);
+    if (lv.leaves.size === 0) lv.leaves = undefined;
+    for (let i = path.length - 1; i > 0; i--) {
+      lv = path[i]!;
+      if (lv.leaves !== undefined || (lv.kids !== undefined && lv.kids.size > 0)) break;
+      const parent = path[i - 1]!;
+      parent.kids!.delete(keys[i - 1]!);
+      if (parent.kids!.size === 0) parent.kids = undefined;
+    }
+  }
+}
+
 export class MemIndex {
   readonly byHandle = new HandleTable();
-  private readonly byAtom = new Map<string, Bucket>();
+  private readonly byAtom = new AtomTable();
   private readonly preds = new Map<string, PredIndex>();
   /** handle -> nodes whose atom contains (sentexHandle handle). */
   private readonly mentions = new Map<number, Bucket>();
-  /** Atom texts held at both polarities somewhere: where clashes can be. */
-  readonly opposed = new Set<string>();
+  /** Atoms held at both polarities somewhere, by their text: where clashes can be. */
+  readonly opposed = new Map<string, List>();
 
   get size(): number {
     return this.byHandle.size;
@@ -109,8 +211,8 @@ export class MemIndex {
 
   add(n: Node): void {
     this.byHandle.set(n.h, n);
-    const before = bucketAdd(this.byAtom, n.akey, n);
-    if (before !== undefined && this.bucketHasOpposite(n)) this.opposed.add(n.akey);
+    const before = this.byAtom.add(n);
+    if (before !== undefined && this.bucketHasOpposite(n)) this.opposed.set(n.akey, n.atom);
     if (n.rule) return; // rules are found through the rule index, never matched as facts
     const key = nodePredKey(n);
     let p = this.preds.get(key);
@@ -128,8 +230,8 @@ export class MemIndex {
 
   remove(n: Node): void {
     this.byHandle.delete(n.h);
-    bucketRemove(this.byAtom, n.akey, n);
-    if (this.opposed.has(n.akey) && !this.bucketHasBoth(n.akey)) this.opposed.delete(n.akey);
+    this.byAtom.remove(n);
+    if (this.opposed.size !== 0 && this.opposed.has(n.akey) && !this.bucketHasBoth(n.atom)) this.opposed.delete(n.akey);
     if (n.rule) return;
     const p = this.preds.get(nodePredKey(n));
     if (!p) return;
@@ -157,35 +259,41 @@ export class MemIndex {
     return bucketList(this.mentions.get(h));
   }
 
-  /** Every node (any context, either polarity) whose atom text is `akey`. */
-  withAtom(akey: string): readonly Node[] {
-    return bucketList(this.byAtom.get(akey));
+  /** Maps the identity index holds (levels and leaf maps): 0 when no node is stored. */
+  identityMaps(): number {
+    return this.byAtom.levels();
+  }
+
+  /** Every node (any context, either polarity) with this atom. */
+  withAtom(atom: List): readonly Node[] {
+    return bucketList(this.byAtom.get(atom));
   }
 
   /** The node with exactly this identity, if stored. */
-  find(ctx: string, neg: boolean, akey: string): Node | undefined {
-    const b = this.byAtom.get(akey);
+  find(ctx: string, neg: boolean, atom: List): Node | undefined {
+    const b = this.byAtom.get(atom);
     if (b === undefined) return undefined;
     if (!Array.isArray(b)) return b.ctx === ctx && b.neg === neg ? b : undefined;
     for (const n of b) if (n.ctx === ctx && n.neg === neg) return n;
     return undefined;
   }
 
+  /** Whether n's atom is held at both polarities (read without printing its text). */
   hasOpposite(n: Node): boolean {
-    return this.opposed.has(n.akey);
+    return this.opposed.size !== 0 && this.bucketHasBoth(n.atom);
   }
 
   private bucketHasOpposite(n: Node): boolean {
-    const b = this.byAtom.get(n.akey);
+    const b = this.byAtom.get(n.atom);
     if (b === undefined || !Array.isArray(b)) return false; // alone in its bucket
     for (const m of b) if (m.neg !== n.neg) return true;
     return false;
   }
 
-  private bucketHasBoth(akey: string): boolean {
+  private bucketHasBoth(atom: List): boolean {
     let pos = false;
     let neg = false;
-    for (const m of this.withAtom(akey)) {
+    for (const m of this.withAtom(atom)) {
       if (m.neg) neg = true;
       else pos = true;
     }
@@ -212,21 +320,33 @@ export class MemIndex {
   }
 
   /**
-   * Candidates given the index keys of the bound arguments (`argKeys[i]` for position i,
-   * undefined when free): the smallest bucket, else every node of the predicate.
+   * Candidates for a compiled literal pattern under the join's bindings, without building
+   * a key list: the smallest bucket among its bound arguments (a node or an array of nodes;
+   * EMPTY when the predicate has none), or null when no argument is bound (walk `all`).
    */
-  candidatesByArgs(key: string, argKeys: readonly (string | undefined)[]): Iterable<Node> {
+  bucketFor(key: string, pat: readonly Pat[], slots: readonly (Term | undefined)[]): Node | readonly Node[] | null {
     const p = this.preds.get(key);
     if (!p) return EMPTY;
-    let best: readonly Node[] | undefined;
-    for (let i = 1; i < argKeys.length; i++) {
-      const k = argKeys[i];
+    let best: Bucket | undefined;
+    let bestLen = Infinity;
+    for (let i = 1; i < pat.length; i++) {
+      const k = argKeyOf(pat[i]!, slots);
       if (k === undefined) continue;
-      const b = bucketList(p.args[i]?.get(k));
-      if (!best || b.length < best.length) best = b;
-      if (best.length <= 1) break;
+      const b = p.args[i]?.get(k);
+      if (b === undefined) return EMPTY;
+      const len = Array.isArray(b) ? b.length : 1;
+      if (len < bestLen) {
+        best = b;
+        bestLen = len;
+        if (len <= 1) break;
+      }
     }
-    return best ?? p.all();
+    return best === undefined ? null : best;
+  }
+
+  /** Every node under a predicate key. */
+  all(key: string): Iterable<Node> {
+    return this.preds.get(key)?.all() ?? EMPTY;
   }
 
   /** Count of stored nodes under a predicate key (for join ordering). */

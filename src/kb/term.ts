@@ -156,9 +156,13 @@ function atomOf(token: string, at: number): Atom {
 export function printTerm(t: Term): string {
   if (typeof t === "string") return t;
   // join builds a flat string: it hashes and compares faster as a map key than a rope of +=.
+  // The parens go inside the first and last parts, so the result is join's one flat string.
+  if (t.length === 0) return "()";
   const parts: string[] = new Array(t.length);
   for (let i = 0; i < t.length; i++) parts[i] = printTerm(t[i]!);
-  return "(" + parts.join(" ") + ")";
+  parts[0] = "(" + parts[0];
+  parts[t.length - 1] += ")";
+  return parts.join(" ");
 }
 
 /** Parse then print: the canonical text of any accepted sentence text. */
