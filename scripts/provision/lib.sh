@@ -31,8 +31,14 @@ need_debs() {
     fi
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
-    die "missing ${missing[*]}: run \`sudo apt-get update && sudo apt-get install -y ${missing[*]}\` and start the tests again"
+    refuse_missing "${missing[@]}"
   fi
+}
+
+# refuse_missing PACKAGE...: stop the run naming the command that installs them (what
+# need_debs does when it may not install).
+refuse_missing() {
+  die "missing $*: run \`sudo apt-get update && sudo apt-get install -y $*\` and start the tests again"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

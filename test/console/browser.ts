@@ -8,11 +8,12 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 
-export const CHROMIUM = "/usr/bin/chromium-headless-shell";
+/** The browser the suite's provisioning found (scripts/provision.sh exports it), else Debian's path. */
+export const CHROMIUM = process.env.KOINII_TEST_CHROMIUM ?? "/usr/bin/chromium-headless-shell";
 export const SHOTS = join(process.cwd(), "docs", "console");
 
 export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium-headless-shell`);
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the suite's provisioning brings it up (bash scripts/provision.sh chromium)`);
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", ...extraArgs],
