@@ -9,13 +9,11 @@
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnDaemon, call, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, spawnClusterDaemon, call, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 import { eventually } from "./helpers.js";
 import { join, openConsumer, sync, viewOf, wire, WRITE_PATHS, type FeedEvent, type WireMedium } from "../../src/channel/index.js";
 
-const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
-const start = (url: string) => spawnDaemon({ args: ["--store", url, ...LEASE] });
 const health = async (d: Daemon) => (await call(d.url, "GET", "/health")).body as { role: string; appliedSeq: number };
 
 const eventSeqs = async (db: string) => (await pgQuery<{ seq: string }>(db, "select seq from event order by seq")).map((r) => Number(r.seq));
@@ -94,8 +92,8 @@ describe("a medium over a follower and a writer", () => {
   let follower: Daemon;
   beforeAll(async () => {
     db = await freshDatabase();
-    writer = await start(db);
-    follower = await start(db);
+    writer = await spawnClusterDaemon(db);
+    follower = await spawnClusterDaemon(db);
   });
   afterAll(async () => {
     await follower?.stop();
@@ -156,8 +154,8 @@ describe("a medium over a follower and a writer", () => {
 describe("failover through one medium", () => {
   it("SIGKILL the writer while a loop of writes and a subscription run: writes resume on the promoted node, the subscription on the surviving one, and the consumer sees every seq exactly once, in order", async () => {
     const db = await freshDatabase();
-    const a = await start(db);
-    const b = await start(db);
+    const a = await spawnClusterDaemon(db);
+    const b = await spawnClusterDaemon(db);
     const m: WireMedium = wire({ urls: [b.url, a.url], failoverMs: 15_000 });
     try {
       const acked: number[] = [];

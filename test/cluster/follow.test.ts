@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { spawnDaemon, call, readSse, eventually, TEST_LEASE, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, spawnClusterDaemon, call, readSse, eventually, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -16,7 +16,6 @@ const health = async (d: Daemon) => (await call(d.url, "GET", "/health")).body a
 const applied = (d: Daemon, seq: number) => eventually(async () => ((await health(d)).appliedSeq >= seq ? true : undefined));
 
 /** A daemon on `url`, started after the previous one so the first is the writer. */
-const start = (url: string) => spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
 
 describe("a follower daemon", () => {
   let url: string;
@@ -24,8 +23,8 @@ describe("a follower daemon", () => {
   let follower: Daemon;
   beforeAll(async () => {
     url = await freshDatabase();
-    writer = await start(url);
-    follower = await start(url);
+    writer = await spawnClusterDaemon(url);
+    follower = await spawnClusterDaemon(url);
   });
   afterAll(async () => {
     await follower?.stop();
@@ -163,8 +162,8 @@ describe("agent tokens on a follower", () => {
   it("a token the writer issues is accepted by a follower, and a rotated one stops working there", async () => {
     const url = await freshDatabase();
     const env = { KOINII_ADMIN_TOKEN: "admin-secret" };
-    const writer = await spawnDaemon({ env, args: ["--store", url, ...TEST_LEASE] });
-    const follower = await spawnDaemon({ env, args: ["--store", url, ...TEST_LEASE] });
+    const writer = await spawnClusterDaemon(url, [], env);
+    const follower = await spawnClusterDaemon(url, [], env);
     try {
       const issue = async () => (await call(writer.url, "POST", "/v1/agents", { id: "AgentAtlas" }, { token: "admin-secret" })).body.token as string;
       const status = async (token: string) => (await call(follower.url, "POST", "/v1/match", { sentence: "(dog ?x)", context: "CxPets" }, { token })).status;
@@ -183,8 +182,8 @@ describe("agent tokens on a follower", () => {
 describe("a follower behind a pruned log", () => {
   it("stops (exit 3) rather than serve a state with a gap, and a restart follows from a new snapshot", async () => {
     const url = await freshDatabase();
-    const writer = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE, "--feed-retention-events", "10"] });
-    let follower = await start(url);
+    const writer = await spawnClusterDaemon(url, ["--feed-retention-events", "10"]);
+    let follower = await spawnClusterDaemon(url);
     try {
       const base = (await health(writer)).appliedSeq;
       await applied(follower, base);
@@ -199,7 +198,7 @@ describe("a follower behind a pruned log", () => {
       follower.proc.kill("SIGCONT");
       expect(await follower.exited).toBe(3);
       expect(follower.stderr()).toMatch(/no longer holds seq/);
-      follower = await start(url);
+      follower = await spawnClusterDaemon(url);
       const head = (await health(writer)).appliedSeq;
       await applied(follower, head);
       const q = { sentence: "(p ?x)", context: "CxPrune" };
@@ -214,8 +213,8 @@ describe("a follower behind a pruned log", () => {
 describe("failover", () => {
   it("SIGKILL the writer: the follower takes over within the lease, every acknowledged write is kept and the log has no gap; a follower that was behind catches up before it writes", async () => {
     const url = await freshDatabase();
-    const a = await start(url);
-    const b = await start(url);
+    const a = await spawnClusterDaemon(url);
+    const b = await spawnClusterDaemon(url);
     let c: Daemon | undefined;
     try {
       const acked: { handle: number; seq: number }[] = [];

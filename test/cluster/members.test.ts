@@ -5,10 +5,9 @@
  * daemon alone. Real daemons, a real database.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnDaemon, call, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, spawnClusterDaemon, call, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 
-const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 const ADMIN = "members-admin-token";
 /** expect.poll with room for a loaded machine (beats come every 200 ms). */
 const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
@@ -37,8 +36,8 @@ describe("GET /v1/cluster on PostgreSQL", () => {
   let follower: Daemon;
   beforeAll(async () => {
     url = await freshDatabase();
-    writer = await spawnDaemon({ args: ["--store", url, ...LEASE, "--member-forget-ms", "60000"], env: { KOINII_ADMIN_TOKEN: ADMIN } });
-    follower = await spawnDaemon({ args: ["--store", url, ...LEASE, "--member-forget-ms", "60000"], env: { KOINII_ADMIN_TOKEN: ADMIN } });
+    writer = await spawnClusterDaemon(url, ["--member-forget-ms", "60000"], { KOINII_ADMIN_TOKEN: ADMIN });
+    follower = await spawnClusterDaemon(url, ["--member-forget-ms", "60000"], { KOINII_ADMIN_TOKEN: ADMIN });
   });
   afterAll(async () => {
     await follower?.stop();
@@ -78,7 +77,7 @@ describe("GET /v1/cluster on PostgreSQL", () => {
   });
 
   it("a forget bound that would delete members before they show unreachable is refused at start", async () => {
-    const d = spawnDaemon({ args: ["--store", url, ...LEASE, "--member-forget-ms", "6000"] });
+    const d = spawnClusterDaemon(url, ["--member-forget-ms", "6000"]);
     await expect(d).rejects.toThrow(/memberForgetMs \(6000\) must exceed 3 x leaseMs \(6000\)/);
   });
 });

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server, type Socket, connect } from "node:net";
 import { describe, expect, it, onTestFailed } from "vitest";
-import { spawnDaemon, call, readSse, eventually, TEST_LEASE, type Daemon } from "../daemon/helpers.js";
+import { spawnDaemon, spawnClusterDaemon, call, readSse, eventually, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,8 +74,8 @@ describe("failover through the writer lock", () => {
 describe("rejoining in place", () => {
   it("SIGSTOP the writer past its lease: a follower evicts it and writes; on SIGCONT the old writer follows the new epoch in the same process and port", async () => {
     const url = await freshDatabase();
-    const a = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
-    const b = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
+    const a = await spawnClusterDaemon(url);
+    const b = await spawnClusterDaemon(url);
     onTestFailed(() => console.log(`A:\n${a.stderr()}\nB:\n${b.stderr()}`));
     try {
       const acked: Ack[] = [];
@@ -140,8 +140,8 @@ describe("rejoining in place", () => {
     const url = await freshDatabase();
     const proxy = await tcpProxy(new URL(url));
     const viaProxy = Object.assign(new URL(url), { host: `127.0.0.1:${proxy.port}` }).toString();
-    const a = await spawnDaemon({ args: ["--store", viaProxy, ...TEST_LEASE] });
-    const b = await spawnDaemon({ args: ["--store", viaProxy, ...TEST_LEASE] });
+    const a = await spawnClusterDaemon(viaProxy);
+    const b = await spawnClusterDaemon(viaProxy);
     onTestFailed(() => console.log(`A:\n${a.stderr()}\nB:\n${b.stderr()}`));
     const pids = [a.proc.pid, b.proc.pid];
     try {

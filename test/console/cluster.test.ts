@@ -6,12 +6,11 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import type { Browser, Locator } from "playwright-core";
-import { spawnDaemon, call, type Daemon } from "../daemon/helpers.js";
+import { spawnClusterDaemon, call, type Daemon } from "../daemon/helpers.js";
 import { freshDatabase } from "../kb/pg.js";
 import { launchBrowser, openConsole, shoot } from "./browser.js";
 
 const ADMIN = "cluster-console-token";
-const LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
 /** expect.poll with room for a loaded machine and an election (lease 2 s, unreachable after 6 s). */
 const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 30_000, interval: 100 });
 
@@ -21,8 +20,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   const url = await freshDatabase();
-  writer = await spawnDaemon({ args: ["--store", url, ...LEASE], env: { KOINII_ADMIN_TOKEN: ADMIN } });
-  follower = await spawnDaemon({ args: ["--store", url, ...LEASE], env: { KOINII_ADMIN_TOKEN: ADMIN } });
+  writer = await spawnClusterDaemon(url, [], { KOINII_ADMIN_TOKEN: ADMIN });
+  follower = await spawnClusterDaemon(url, [], { KOINII_ADMIN_TOKEN: ADMIN });
   browser = await launchBrowser();
 });
 

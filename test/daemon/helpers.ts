@@ -158,7 +158,11 @@ export interface SseFrame {
 }
 
 /** Lease flags for tests of a cluster on PostgreSQL: short, so a failover costs seconds. */
-export const TEST_LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
+const TEST_LEASE = ["--lease-ms", "2000", "--lease-renew-ms", "200", "--follow-poll-ms", "200"];
+
+/** A daemon of a cluster on the PostgreSQL database `url`, with the test lease (the first one started writes). */
+export const spawnClusterDaemon = (url: string, extraArgs: string[] = [], env?: Record<string, string | undefined>): Promise<Daemon> =>
+  spawnDaemon({ args: ["--store", url, ...TEST_LEASE, ...extraArgs], env });
 
 /**
  * Poll `probe` every 20 ms until it answers a value, at most `ms`; a probe that throws

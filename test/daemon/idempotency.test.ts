@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import fc from "fast-check";
-import { spawnDaemon, call, eventually, TEST_LEASE, type Daemon } from "./helpers.js";
+import { spawnDaemon, spawnClusterDaemon, call, eventually, type Daemon } from "./helpers.js";
 import { freshDatabase, pgQuery } from "../kb/pg.js";
 import { openKb } from "../../src/kb/index.js";
 import type { SqliteStore } from "../../src/kb/store.js";
@@ -186,8 +186,8 @@ describe("Idempotency-Key on PostgreSQL, across a failover", () => {
 
   it("a keyed write on the writer, SIGKILL it, the follower is promoted: the retry there answers the first answer and writes nothing", async () => {
     const url = await freshDatabase();
-    const a = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
-    const b = await spawnDaemon({ args: ["--store", url, ...TEST_LEASE] });
+    const a = await spawnClusterDaemon(url);
+    const b = await spawnClusterDaemon(url);
     try {
       const body = { add: [{ sentence: "(dog Failover)", context: "CxIdem" }], remove: [] };
       // Sent to the follower: redirected (307) to the writer, which stores the key (503 no-writer
