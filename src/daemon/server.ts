@@ -283,12 +283,12 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         const params = def.params ? parseOr400(def.params, request.params, "path") : undefined;
         const query = def.query ? parseOr400(def.query, request.query, "query") : undefined;
         if (def.body === editBody) checkEntries(body as { add: unknown[]; remove: unknown[] }, limits.maxEditEntries);
-        const { kb, table: now } = cur!;
+        const { kb, table: now, keys: answered } = cur!; // one build: a swap mid-request does not mix two
         checkLengths(body, limits.maxAtomBytes, kb.engine.limits);
         checkLengths(query, limits.maxAtomBytes, kb.engine.limits);
         const ctx = { body, params, query, principal: request.principal, request, reply };
         const handler = now[i]!.handler;
-        if (key !== undefined) return cur!.keys.answer(reply, request.principal.id, key, requestSha256(request.method, request.url, request.body), async () => handler(ctx));
+        if (key !== undefined) return answered.answer(reply, request.principal.id, key, requestSha256(request.method, request.url, request.body), async () => handler(ctx));
         const out = def.read ? await readAt(kb, () => handler(ctx)) : await handler(ctx);
         if (reply.sent) return reply;
         return reply.send({ ok: true, ...(out as object) });
