@@ -38,6 +38,14 @@ export interface StoreOptions {
 
 /** Rows per multi-row sentex INSERT, and the columns of one row (7 * 64 parameters, well under SQLite's 32 766). */
 const INSERT_BATCH = 64;
+
+/**
+ * WAL fsyncs that may run at once (on libuv's thread pool). A group committed while one is
+ * out starts its own at once instead of waiting for it to return and then for its own
+ * (up to two fsyncs per write); past this bound groups gather behind them, and the next
+ * fsync to start covers them all.
+ */
+export const MAX_FSYNCS_IN_FLIGHT = 2;
 const ROW_COLUMNS = 7;
 
 interface Group {
@@ -71,10 +79,10 @@ export class SqliteStore implements StoreOfRecord {
   private pruned = false;
   /** `full` durability: the WAL's file descriptor, fsynced after each COMMIT. */
   private walFd: number | undefined;
-  /** Committed groups waiting for the next fsync, and the batch the running fsync covers. */
+  /** Committed groups no fsync has been started for yet. */
   private unsynced: Group[] = [];
-  private syncing: Group[] | undefined;
-  private syncDone: Promise<void> | undefined;
+  /** The WAL fsyncs started and not yet returned, oldest first, each with the groups committed before it began. */
+  private fsyncs: { groups: Group[]; returned: Promise<void> }[] = [];
   private readonly fsyncFn: FsyncFn;
   /** Commits so far (for metrics and tests). */
   commits = 0;
@@ -198,7 +206,7 @@ export class SqliteStore implements StoreOfRecord {
   durable(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.inTx) return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
-    const last = this.unsynced[this.unsynced.length - 1] ?? this.syncing?.[this.syncing.length - 1];
+    const last = this.unsynced[this.unsynced.length - 1] ?? this.fsyncs[this.fsyncs.length - 1]?.groups.at(-1);
     if (last) return new Promise((resolve, reject) => last.waiters.push({ resolve, reject }));
     return Promise.resolve();
   }
@@ -234,7 +242,7 @@ export class SqliteStore implements StoreOfRecord {
     if (this.walFd === undefined) release(group);
     else {
       this.unsynced.push(group);
-      if (!this.syncing) this.syncWal();
+      if (this.fsyncs.length < MAX_FSYNCS_IN_FLIGHT) this.syncWal();
     }
   }
 
@@ -263,24 +271,30 @@ export class SqliteStore implements StoreOfRecord {
     if (first) this.onFailure?.(e);
   }
 
-  /** fsync the WAL for every group committed so far, then answer them in order. */
+  /**
+   * Start an fsync of the WAL for every group committed so far. When it returns, everything
+   * written before it began is on disk, the groups of fsyncs started earlier included: they
+   * are all answered, in commit order, even if their own fsync is still out.
+   */
   private syncWal(): void {
-    const batch = (this.syncing = this.unsynced);
+    let done!: () => void;
+    const entry = { groups: this.unsynced, returned: new Promise<void>((r) => (done = r)) };
     this.unsynced = [];
-    this.syncDone = new Promise((done) => {
-      this.fsyncFn(this.walFd!, (err) => {
-        this.syncing = undefined;
-        if (err) {
-          // The disk refused: nothing it may have lost is acknowledged (fail-stop).
-          for (const g of [...batch, ...this.unsynced]) for (const w of g.waiters) w.reject(err);
-          this.unsynced = [];
-          this.abort(err);
-        } else {
-          for (const g of batch) release(g);
-          if (this.unsynced.length) this.syncWal();
-        }
-        done();
-      });
+    this.fsyncs.push(entry); // before the call: a seam may answer synchronously
+    this.fsyncFn(this.walFd!, (err) => {
+      const at = this.fsyncs.indexOf(entry);
+      if (err) {
+        // The disk refused: nothing it may have lost is acknowledged (fail-stop).
+        for (const f of this.fsyncs) for (const g of f.groups) for (const w of g.waiters) w.reject(err);
+        for (const g of this.unsynced) for (const w of g.waiters) w.reject(err);
+        this.fsyncs = [];
+        this.unsynced = [];
+        this.abort(err);
+      } else if (at >= 0) {
+        for (const f of this.fsyncs.splice(0, at + 1)) for (const g of f.groups) release(g);
+        if (this.unsynced.length && this.fsyncs.length < MAX_FSYNCS_IN_FLIGHT) this.syncWal();
+      }
+      done();
     });
   }
 
@@ -403,8 +417,8 @@ export class SqliteStore implements StoreOfRecord {
 
   async close(): Promise<void> {
     if (this.failed === undefined) this.commit();
-    // commit() started the fsync of the last group; each finished fsync starts the next.
-    while (this.syncing) await this.syncDone;
+    // commit() started (or queued) the fsync of the last group; each returning fsync starts the next.
+    while (this.fsyncs.length) await this.fsyncs[this.fsyncs.length - 1]!.returned;
     if (this.walFd !== undefined) {
       closeSync(this.walFd);
       this.walFd = undefined;

@@ -13,6 +13,7 @@ import { fsync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, expect } from "vitest";
 import { openKb, type Kb, type FsyncFn } from "../../src/kb/index.js";
+import { MAX_FSYNCS_IN_FLIGHT } from "../../src/kb/store.js";
 import { createServer } from "../../src/daemon/index.js";
 import { local } from "../../src/channel/index.js";
 import { tempDir, CONTEXTS_DIR } from "./helpers.js";
@@ -42,6 +43,10 @@ function heldFsync() {
       holding = false;
       for (const p of parked.splice(0)) p(null);
     },
+    /** Let the i-th parked fsync run (the others stay parked). */
+    releaseOne(i: number) {
+      parked.splice(i, 1)[0]!(null);
+    },
     fail(code = "EIO") {
       failure = Object.assign(new Error(`${code}: i/o error, fsync`), { code });
       for (const p of parked.splice(0)) p(failure);
@@ -56,7 +61,7 @@ async function fullKb(dir: string, fsyncFn?: FsyncFn): Promise<Kb> {
 const settle = <T>(p: Promise<T>) => p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }));
 
 describe("group commit at full: the fsync never holds the next group", () => {
-  it("while a group's fsync is out, the next writes are applied and committed, and one fsync covers them all", async () => {
+  it("while a group's fsync is out, the next writes are applied and committed; the next group starts its own fsync at once, and later groups gather behind the bound", async () => {
     const dir = tempDir();
     const disk = heldFsync();
     let fsyncs = 0;
@@ -70,14 +75,38 @@ describe("group commit at full: the fsync never holds the next group", () => {
     const committed = store.commits;
     const b = kb.assert("(dog Bo)", "CxPets");
     await turns(3);
+    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT); // b's fsync runs alongside a's, not after it
     const c = kb.assert("(dog Cy)", "CxPets");
     await turns(3);
-    expect(store.commits).toBe(committed + 2); // both groups committed while the first fsync is out
-    expect(fsyncs).toBe(1); // and wait for the next fsync, not one each
+    const d = kb.assert("(dog Di)", "CxPets");
+    await turns(3);
+    expect(store.commits).toBe(committed + 3); // every group committed while the fsyncs are out
+    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT); // c and d wait behind the bound
     disk.release();
-    const seqs = (await Promise.all([a, b, c])).map((r) => r.seq);
-    expect(fsyncs).toBe(2); // one fsync for the two groups that gathered behind the first
-    expect(kb.headSeq).toBe(seqs[2]);
+    const seqs = (await Promise.all([a, b, c, d])).map((r) => r.seq);
+    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT + 1); // one fsync for the two groups that gathered
+    expect(kb.headSeq).toBe(seqs[3]);
+    await kb.close();
+  });
+
+  it("an fsync that returns answers every group committed before it began, those of an fsync still out included, in commit order", async () => {
+    const dir = tempDir();
+    const disk = heldFsync();
+    const kb = await fullKb(dir, disk.fn);
+    disk.hold();
+    const answered: string[] = [];
+    const a = kb.assert("(dog Ana)", "CxPets").then((r) => (answered.push("a"), r));
+    await turns(3);
+    const b = kb.assert("(dog Bo)", "CxPets").then((r) => (answered.push("b"), r));
+    await turns(3);
+    expect(disk.parked).toBe(2);
+    disk.releaseOne(1); // b's fsync returns first; a's is still out
+    await b;
+    await turns(3);
+    expect(answered).toEqual(["a", "b"]); // a's rows were on disk before b's fsync began
+    expect(kb.headSeq).toBe((await b).seq);
+    disk.release();
+    await a;
     await kb.close();
   });
 });
