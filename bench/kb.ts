@@ -4,8 +4,9 @@
  * - single durable asserts, each awaited before the next, against raw single-row commits
  *   of the same rows in the same durability mode (target >= 0.6x the raw rate);
  * - edits of 1 000 entries against raw 1 000-row insert transactions (target >= 0.5x);
- * - a pattern query with one bound argument at 10^4, 10^5 and 10^6 sentexes
- *   (target p50 <= 20 us at 10^6 and <= 1.5x growth from 10^4);
+ * - a pattern query with one bound argument at 10^4 and 10^6 sentexes, the two KBs
+ *   queried in interleaved rounds (target p50 <= 20 us at 10^6 and <= 1.5x growth from
+ *   10^4), with the index lookup and the node's atom read timed alone beside it;
  * - reopen at 10^6 (target <= 10 us per sentex);
  * - resident memory at 10^6 (target <= 800 bytes per sentex: VmRSS growth after GC, the
  *   JS heap's share in the note).
@@ -114,46 +115,98 @@ async function load(kb: Kb, from: number, to: number): Promise<void> {
   }
 }
 
-function queryP50(kb: Kb, size: number, samples: number): { p50: number; p99: number } {
-  const times: number[] = [];
-  let x = 12345;
-  for (let i = 0; i < samples; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    const e = x % size;
-    const t = nowNs();
+/** The next entity a query asks for (a fixed LCG, so every size sees the same kind of sequence). */
+const nextSeed = (x: number) => (x * 1103515245 + 12345) % 2147483648;
+
+/**
+ * How one bound query's microseconds split, each step timed alone: the index lookup (the
+ * argument's bucket and its node), then that and the node's atom and value read (what the
+ * match and the answer touch), then the whole `kb.query` (parse, cone, match, answer).
+ */
+const QUERY_STEPS = {
+  lookup: (kb: Kb, e: number) => {
+    let h = 0;
+    for (const n of kb.engine.index.candidates("rel", ["rel", `E${e}`, "?v"])) h += n.h;
+    return h;
+  },
+  lookup_and_atom: (kb: Kb, e: number) => {
+    let len = 0;
+    for (const n of kb.engine.index.candidates("rel", ["rel", `E${e}`, "?v"])) len += (n.atom[2] as string).length;
+    return len;
+  },
+  query: (kb: Kb, e: number) => {
     const r = kb.query(`(rel E${e} ?v)`, "CxBench");
-    times.push(Number(nowNs() - t) / 1000);
     if (r.solutions.length !== 1) throw new Error(`query for E${e} found ${r.solutions.length} solutions`);
+    return 1;
+  },
+} as const;
+
+/**
+ * p50 and p99 (us) of `step` on each KB, measured in ROUNDS interleaved rounds of 2 000
+ * (after 2 untimed), so the machine's drift falls on every size alike.
+ */
+function interleaved(kbs: { kb: Kb; size: number }[], step: (kb: Kb, e: number) => number): { p50: number; p99: number }[] {
+  const ROUNDS = 10;
+  const times = kbs.map((): number[] => []);
+  const seeds = kbs.map(() => 12345);
+  for (let r = 0; r < ROUNDS + 2; r++) {
+    kbs.forEach(({ kb, size }, k) => {
+      let x = seeds[k]!;
+      for (let i = 0; i < 2_000; i++) {
+        x = nextSeed(x);
+        const t = nowNs();
+        step(kb, x % size);
+        if (r >= 2) times[k]!.push(Number(nowNs() - t) / 1000);
+      }
+      seeds[k] = x;
+    });
   }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return times.map((t) => (t.sort((a, b) => a - b), { p50: percentile(t, 50), p99: percentile(t, 99) }));
 }
 
 async function scale(suite: Suite): Promise<void> {
   const dir = tmp();
   try {
+    // The 10^4 KB is its own file, loaded first; the 10^6 KB's memory is measured alone.
+    const small = await openKb({ path: join(dir, "small.db"), durability: "normal", contextsDir: CONTEXTS });
+    await load(small, 0, 10_000);
     const path = join(dir, "kb.db");
     const kb = await openKb({ path, durability: "normal", contextsDir: CONTEXTS });
     const heap0 = heapUsed();
     const rss0 = rss();
     let loaded = 0;
-    const sizes = [10_000, 100_000, 1_000_000];
-    for (const size of sizes) {
+    for (const size of [100_000, 1_000_000]) {
       const t = nowNs();
       await load(kb, loaded, size);
       const loadMs = elapsedMs(t);
       console.log(`  loaded ${size} sentexes (${((size - loaded) / (loadMs / 1000)).toFixed(0)}/s)`);
       loaded = size;
-      queryP50(kb, size, 2_000); // warm up
-      const q = queryP50(kb, size, 20_000);
-      suite.add(`query_one_bound_p99_${size}`, { value: q.p99, unit: "us" });
-      if (size === sizes[0]) suite.add(`query_one_bound_p50_${size}`, { value: q.p50, unit: "us" });
-      else suite.compare(`query_one_bound_p50_${size}`, q.p50, "us", `query_one_bound_p50_${sizes[0]}`, { higherIsBetter: false, minRatio: 1 / 1.5, note: "ratio = p50 at 10^4 / p50 here; >= 0.67 means <= 1.5x growth" });
-      if (size === 1_000_000) suite.add("query_one_bound_p50_1000000_abs", { value: q.p50, unit: "us", target: "value <= 20", met: q.p50 <= 20 });
     }
     const perSentex = (rss() - rss0) / loaded;
     const heapPer = (heapUsed() - heap0) / loaded;
     suite.add("memory_per_sentex_1000000", { value: Math.round(perSentex), unit: "bytes", target: "value <= 800", met: perSentex <= 800, note: `resident memory (VmRSS) growth after GC; JS heap ${Math.round(heapPer)} bytes per sentex` });
+
+    const sizes = [
+      { kb: small, size: 10_000 },
+      { kb, size: 1_000_000 },
+    ];
+    const how = "p50 of 20 000, the two sizes measured in interleaved rounds";
+    for (const [step, fn] of Object.entries(QUERY_STEPS)) {
+      const [at4, at6] = interleaved(sizes, fn);
+      const name = step === "query" ? "query_one_bound" : `query_step_${step}`;
+      suite.add(`${name}_p50_10000`, { value: at4!.p50, unit: "us", note: how });
+      suite.compare(`${name}_p50_1000000`, at6!.p50, "us", `${name}_p50_10000`, {
+        higherIsBetter: false,
+        ...(step === "query" ? { minRatio: 1 / 1.5 } : {}),
+        note: `${how}; ratio = p50 at 10^4 / p50 here${step === "query" ? "; >= 0.67 means <= 1.5x growth" : `; +${(at6!.p50 - at4!.p50).toFixed(2)} us`}`,
+      });
+      if (step === "query") {
+        suite.add("query_one_bound_p99_1000000", { value: at6!.p99, unit: "us" });
+        suite.add("query_one_bound_p50_1000000_abs", { value: at6!.p50, unit: "us", target: "value <= 20", met: at6!.p50 <= 20 });
+      }
+    }
+    await small.close();
+
     const stored = kb.size;
     await kb.close();
     gc();
@@ -169,12 +222,19 @@ async function scale(suite: Suite): Promise<void> {
   }
 }
 
+/** `KOINII_BENCH_PARTS=asserts,edits,scale` (the default: all) picks the parts to run. */
+const parts = new Set((process.env.KOINII_BENCH_PARTS ?? "asserts,edits,scale").split(","));
+
 export async function run(): Promise<void> {
   const suite = new Suite("kb");
-  await singleAsserts(suite, "full", 2_000);
-  await singleAsserts(suite, "normal", 5_000);
-  await batchEdits(suite, "full", 20, 1_000);
-  await batchEdits(suite, "normal", 20, 1_000);
-  await scale(suite);
+  if (parts.has("asserts")) {
+    await singleAsserts(suite, "full", 2_000);
+    await singleAsserts(suite, "normal", 5_000);
+  }
+  if (parts.has("edits")) {
+    await batchEdits(suite, "full", 20, 1_000);
+    await batchEdits(suite, "normal", 20, 1_000);
+  }
+  if (parts.has("scale")) await scale(suite);
   suite.write();
 }

@@ -97,14 +97,24 @@ export class HandleTable {
 
 /**
  * One level of the identity index: the atoms that continue with one more element (`kids`,
- * keyed by that element's index key) and the atoms that end with it (`leaves`).
+ * keyed by that element's index key) and the atoms that end with it (`leaves`). While one
+ * atom alone continues through a key, `kids` holds its bucket there instead of a level of
+ * its own (the path is compressed): a million `(rel E_i V_i)` cost one map entry each, not a
+ * level and a leaf map each.
  */
-interface Level {
-  kids: Map<string, Level> | undefined;
-  leaves: Map<string, Bucket> | undefined;
+class Level {
+  kids: Map<string, Level | Bucket> | undefined = undefined;
+  leaves: Map<string, Bucket> | undefined = undefined;
 }
 
-const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
+const atomOf = (b: Bucket): List => (Array.isArray(b) ? b[0]!.atom : b.atom);
+
+/** Whether `a` and `b` are as long and have equal keys from element `from` on. */
+function sameFrom(a: List, b: List, from: number): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = from; i < a.length; i++) if (a[i] !== b[i] && argKey(a[i]!) !== argKey(b[i]!)) return false;
+  return true;
+}
 
 /**
  * Nodes by atom structure, one map per element: looking up a derived atom reads maps keyed
@@ -114,84 +124,109 @@ const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
  * key is the atom itself or the printed text of a list).
  */
 class AtomTable {
-  private readonly root = newLevel();
+  private readonly root = new Level();
   /**
-   * The leaf map of the atom `get` looked up last: a firing looks its conclusion up and then
-   * adds it, and the add reuses the walk. Only `remove` drops maps, and it clears this.
+   * The level whose leaves hold the atom `get` looked up last, when its walk reached them: a
+   * firing looks its conclusion up and then adds it, and the add reuses the walk. Levels are
+   * only ever dropped by `remove`, which clears this.
    */
   private lastAtom: List | undefined;
-  private lastLeaves: Map<string, Bucket> | undefined;
-
-  /** The leaf map holding `atom`'s bucket (created on the way when `create`). */
-  private leafMap(atom: List, create: boolean): Map<string, Bucket> | undefined {
-    let lv = this.root;
-    const last = atom.length - 1;
-    for (let i = 0; i < last; i++) {
-      const k = argKey(atom[i]!);
-      let next = lv.kids?.get(k);
-      if (next === undefined) {
-        if (!create) return undefined;
-        next = newLevel();
-        (lv.kids ??= new Map()).set(k, next);
-      }
-      lv = next;
-    }
-    if (lv.leaves === undefined) {
-      if (!create) return undefined;
-      lv.leaves = new Map();
-    }
-    return lv.leaves;
-  }
+  private lastLevel: Level | undefined;
 
   get(atom: List): Bucket | undefined {
     if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const leaves = this.leafMap(atom, false);
+    this.lastAtom = undefined;
+    let lv = this.root;
+    const last = atom.length - 1;
+    for (let i = 0; i < last; i++) {
+      const next = lv.kids?.get(argKey(atom[i]!));
+      if (next === undefined) return undefined;
+      if (!(next instanceof Level)) return sameFrom(atomOf(next), atom, i + 1) ? next : undefined;
+      lv = next;
+    }
     this.lastAtom = atom;
-    this.lastLeaves = leaves;
-    return leaves?.get(argKey(atom[atom.length - 1]!));
+    this.lastLevel = lv;
+    return lv.leaves?.get(argKey(atom[last]!));
   }
 
   /** Add n under its atom; returns the bucket as it was before (undefined when new). */
   add(n: Node): Bucket | undefined {
-    if (n.atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const leaves = (n.atom === this.lastAtom ? this.lastLeaves : undefined) ?? this.leafMap(n.atom, true)!;
-    return bucketAdd(leaves, argKey(n.atom[n.atom.length - 1]!), n);
+    const atom = n.atom;
+    if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
+    const last = atom.length - 1;
+    let lv = this.root;
+    if (atom === this.lastAtom) lv = this.lastLevel!;
+    else {
+      for (let i = 0; i < last; i++) {
+        const k = argKey(atom[i]!);
+        const kids = (lv.kids ??= new Map());
+        const next = kids.get(k);
+        if (next === undefined) {
+          kids.set(k, n); // the only atom past this prefix: no level of its own
+          return undefined;
+        }
+        if (!(next instanceof Level)) {
+          if (sameFrom(atomOf(next), atom, i + 1)) return bucketAdd(kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
+          // A second atom continues through this key: the first moves one level down.
+          const split = new Level();
+          kids.set(k, split);
+          const other = atomOf(next);
+          const at = argKey(other[i + 1]!);
+          if (i + 1 === other.length - 1) (split.leaves = new Map()).set(at, next);
+          else (split.kids = new Map()).set(at, next);
+          lv = split;
+          continue;
+        }
+        lv = next;
+      }
+    }
+    return bucketAdd((lv.leaves ??= new Map()), argKey(atom[last]!), n);
   }
 
-  /** Levels below the root (what stays allocated; 0 once every atom is removed). */
+  /** Levels and leaf maps below the root (what stays allocated; 0 once every atom is removed). */
   levels(): number {
     const count = (lv: Level): number => {
       let n = 0;
-      if (lv.kids) for (const k of lv.kids.values()) n += 1 + count(k);
+      if (lv.kids) for (const k of lv.kids.values()) if (k instanceof Level) n += 1 + count(k);
       return n + (lv.leaves ? 1 : 0);
     };
     return count(this.root);
   }
 
-  /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
+  /** Remove n, dropping the maps and levels it leaves empty (a retracted argument leaves no map behind). */
   remove(n: Node): void {
-    this.lastAtom = undefined;
-    this.lastLeaves = undefined;
+    this.lastAtom = this.lastLevel = undefined;
     const atom = n.atom;
+    const last = atom.length - 1;
     const path: Level[] = [this.root];
     const keys: string[] = [];
-    for (let i = 0; i < atom.length - 1; i++) {
+    let lv = this.root;
+    for (let i = 0; i < last; i++) {
       const k = argKey(atom[i]!);
-      const next = path[i]!.kids?.get(k);
+      const next = lv.kids?.get(k);
       if (next === undefined) return;
+      if (!(next instanceof Level)) {
+        if (!sameFrom(atomOf(next), atom, i + 1)) return;
+        bucketRemove(lv.kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
+        return this.prune(path, keys);
+      }
       path.push(next);
       keys.push(k);
+      lv = next;
     }
-    let lv = path[path.length - 1]!;
     if (lv.leaves === undefined) return;
-    bucketRemove(lv.leaves, argKey(atom[atom.length - 1]!), n);
-    if (lv.leaves.size === 0) lv.leaves = undefined;
-    for (let i = path.length - 1; i > 0; i--) {
-      lv = path[i]!;
-      if (lv.leaves !== undefined || (lv.kids !== undefined && lv.kids.size > 0)) break;
-      const parent = path[i - 1]!;
-      parent.kids!.delete(keys[i - 1]!);
-      if (parent.kids!.size === 0) parent.kids = undefined;
+    bucketRemove(lv.leaves, argKey(atom[last]!), n);
+    this.prune(path, keys);
+  }
+
+  /** Drop, bottom up along `path`, the maps left empty and the levels left holding nothing. */
+  private prune(path: Level[], keys: string[]): void {
+    for (let i = path.length - 1; i >= 0; i--) {
+      const lv = path[i]!;
+      if (lv.leaves?.size === 0) lv.leaves = undefined;
+      if (lv.kids?.size === 0) lv.kids = undefined;
+      if (i === 0 || lv.leaves !== undefined || lv.kids !== undefined) return;
+      path[i - 1]!.kids!.delete(keys[i - 1]!);
     }
   }
 }

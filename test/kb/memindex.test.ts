@@ -48,6 +48,59 @@ describe("the identity index (atoms by structure)", () => {
   });
 });
 
+describe("the identity index keeps no level per unique atom", () => {
+  it("atoms that differ from their second element on cost one map entry each; a second atom through a key gets that key its level", () => {
+    const index = new MemIndex();
+    const nodes = Array.from({ length: 200 }, (_, i) => new Node(i + 1, "CxA", false, ["rel", `E${i}`, `V${i}`], undefined, null, 1, null, 0, 0));
+    for (const n of nodes) index.add(n);
+    expect(index.identityMaps()).toBe(1); // the level under `rel`; each (E_i V_i) is an entry of its map
+    const twin = new Node(201, "CxA", false, ["rel", "E5", "W"], undefined, null, 1, null, 0, 0);
+    index.add(twin);
+    expect(index.identityMaps()).toBe(3); // E5 now has a level, with a leaf map of V5 and W
+    expect(index.find("CxA", false, ["rel", "E5", "V5"])).toBe(nodes[5]);
+    expect(index.find("CxA", false, ["rel", "E5", "W"])).toBe(twin);
+    expect(index.find("CxA", false, ["rel", "E6", "W"])).toBeUndefined();
+    expect(index.find("CxA", false, ["rel", "E6"])).toBeUndefined();
+    expect(index.find("CxA", false, ["rel", "E6", "V6", "X"])).toBeUndefined();
+    for (const n of [...nodes, twin]) index.remove(n);
+    expect(index.identityMaps()).toBe(0);
+  });
+
+  it("adds and removes in any order find exactly what a printed-text map finds, after every step", () => {
+    const op = fc.oneof(fc.record({ add: fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB")) }), fc.record({ remove: fc.nat() }));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const index = new MemIndex();
+        const ref = new Map<string, Node>();
+        const asked: List[] = [];
+        let h = 1;
+        for (const o of ops) {
+          if ("add" in o) {
+            const [atom, neg, ctx] = o.add;
+            asked.push(atom);
+            const key = `${ctx} ${neg} ${printTerm(atom)}`;
+            if (ref.has(key)) continue;
+            const n = new Node(h++, ctx, neg, atom, undefined, null, 1, null, 0, 0);
+            index.add(n);
+            ref.set(key, n);
+          } else if (ref.size) {
+            const [key, n] = [...ref.entries()][o.remove % ref.size]!;
+            index.remove(n);
+            ref.delete(key);
+          }
+          for (const atom of asked) {
+            const copy = JSON.parse(JSON.stringify(atom)) as List;
+            for (const ctx of ["CxA", "CxB"]) for (const neg of [false, true]) expect(index.find(ctx, neg, copy)).toBe(ref.get(`${ctx} ${neg} ${printTerm(atom)}`));
+          }
+        }
+        for (const n of ref.values()) index.remove(n);
+        expect(index.identityMaps()).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe("a node's dependents", () => {
   it("list exactly the justifications added and not removed, through the single, array and hub forms", () => {
     const n = new Node(1, "CxA", false, ["p", "A"], undefined, null, 1, null, 0, 0);
