@@ -31,7 +31,24 @@ const sha256 = (s: string): Buffer => createHash("sha256").update(s, "utf8").dig
 /** A fresh agent token: 32 random bytes, base64url (unguessable; shown once, stored hashed). */
 export const newAgentToken = (): string => "kat_" + randomBytes(32).toString("base64url");
 
+/** Most bearer tokens whose digest `authenticate` keeps, least recently used dropped first. */
+export const DIGEST_CACHE_ENTRIES = 1024;
+
+interface Digest {
+  bytes: Buffer;
+  hex: string;
+}
+
 export class Access {
+  /**
+   * The sha256 of tokens that authenticated, by token, least recently used first: hashing
+   * is most of what authenticating a request costs (about 4 us). Only the digest is kept, never
+   * the principal: whether a digest is the admin's or which agent's it is is decided
+   * afresh on every request, so a rotated token is refused the moment `agents` forgets its
+   * digest, with nothing here to invalidate. Tokens that did not authenticate are never
+   * kept, so unknown tokens cannot push out the ones in use.
+   */
+  private readonly digests = new Map<string, Digest>();
   /** Agent principals by the hex sha256 of their token. */
   private readonly agents = new Map<string, Principal>();
   /** Each agent's one live token digest: the inverse of `agents`, so a rotation revokes exactly the token it replaces. */
@@ -83,12 +100,29 @@ export class Access {
     if (!this.adminDigest) return ADMIN;
     const m = typeof header === "string" ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
     if (m) {
-      const digest = sha256(m[1]!);
-      if (timingSafeEqual(digest, this.adminDigest)) return ADMIN;
-      const agent = this.agents.get(digest.toString("hex"));
-      if (agent) return agent;
+      const token = m[1]!;
+      const cached = this.digests.get(token);
+      const digest = cached ?? { bytes: sha256(token), hex: "" };
+      let who: Principal | undefined;
+      if (timingSafeEqual(digest.bytes, this.adminDigest)) who = ADMIN;
+      else who = this.agents.get((digest.hex ||= digest.bytes.toString("hex")));
+      if (who) {
+        this.keepDigest(token, digest, cached !== undefined);
+        return who;
+      }
+      if (cached) this.digests.delete(token); // a token that no longer works is not kept
     }
     throw new WireError("unauthorized", "a valid bearer token is required");
+  }
+
+  private keepDigest(token: string, digest: Digest, wasKept: boolean): void {
+    if (wasKept) {
+      if (this.digests.size === 1) return;
+      this.digests.delete(token); // most recently used goes last
+    } else if (this.digests.size >= DIGEST_CACHE_ENTRIES) {
+      this.digests.delete(this.digests.keys().next().value!);
+    }
+    this.digests.set(token, digest);
   }
 
   /**
