@@ -220,12 +220,20 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
 
   let closing = false;
 
-  app.addHook("onRequest", async (req, reply) => {
+  /**
+   * The guards, from the headers alone (order in the header comment). Synchronous: a refusal
+   * is thrown, an early answer (/health while rejoining) is sent here; run per request as a
+   * callback hook, so a request that passes costs no promise.
+   */
+  const guard = (req: FastifyRequest, reply: FastifyReply): void => {
     if (!hostOk(req.headers.host)) throw new WireError("misdirected", "this daemon answers only its bound loopback names (127.0.0.1, localhost, [::1] with its port) in the Host header");
     const { kb, access } = cur!;
     if (rejoin && req.routeOptions.url !== "/metrics") {
       const why = `rejoining: ${rejoin.why}`;
-      if (req.routeOptions.url === "/health") return reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon is ${why}`, reason: why, role: "follower", epoch: 0 });
+      if (req.routeOptions.url === "/health") {
+        reply.code(503).send({ ok: false, type: "unavailable", error: `the daemon is ${why}`, reason: why, role: "follower", epoch: 0 });
+        return;
+      }
       if (req.routeOptions.config.writerOnly) throw new NotWriterError(undefined, rejoin.retryAfterMs);
       throw new WireError("unavailable", `the daemon is ${why}`);
     }
@@ -249,9 +257,18 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
         reply.header("connection", "close"); // the body is never read
         throw new WireError("body-too-large", `the body is ${len} bytes; the limit (maxBodyBytes) is ${limits.maxBodyBytes}`);
       }
-      const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-      if (type !== "application/json") throw new WireError("not-json", "send the body as Content-Type: application/json");
+      const type = req.headers["content-type"];
+      if (type !== "application/json" && (type ?? "").split(";")[0]!.trim().toLowerCase() !== "application/json") throw new WireError("not-json", "send the body as Content-Type: application/json");
     }
+  };
+  app.addHook("onRequest", (req, reply, done) => {
+    try {
+      guard(req, reply);
+    } catch (e) {
+      done(e as Error);
+      return;
+    }
+    if (!reply.sent) done(); // an answer sent by the guard ends the request here
   });
 
   app.addHook("onResponse", async (req, reply) => {
@@ -389,18 +406,21 @@ function checkEntries(body: { add: unknown[]; remove: unknown[] }, max: number):
  * `cursor`) may nest as deep as the body limit allows.
  */
 function checkLengths(root: unknown, maxBytes: number, parseLimits: terms.ParseLimits): void {
-  const stack: [unknown, string][] = [[root, ""]];
-  while (stack.length) {
-    const [value, key] = stack.pop()!;
+  // Strings are checked where they are met; only objects and arrays wait on the stack, so a
+  // flat body (an assert's) pushes no pair per field.
+  const stack: [object, string][] = [];
+  const check = (value: unknown, key: string): void => {
     if (typeof value === "string") {
-      if (value.length <= maxBytes / 3) continue; // cannot be over: 3 UTF-8 bytes per UTF-16 unit at most
+      if (value.length <= maxBytes / 3) return; // cannot be over: 3 UTF-8 bytes per UTF-16 unit at most
       if (SENTENCE_FIELDS.has(key)) checkAtoms(value, key, maxBytes, parseLimits);
       else if (Buffer.byteLength(value) > maxBytes) throw new WireError("too-long", `${key || "a value"} is ${Buffer.byteLength(value)} bytes; the limit (maxAtomBytes) is ${maxBytes}`);
-    } else if (Array.isArray(value)) {
-      for (const v of value) stack.push([v, key]);
-    } else if (value !== null && typeof value === "object") {
-      for (const [k, v] of Object.entries(value)) stack.push([v, k]);
-    }
+    } else if (value !== null && typeof value === "object") stack.push([value, key]);
+  };
+  check(root, "");
+  while (stack.length) {
+    const [value, key] = stack.pop()!;
+    if (Array.isArray(value)) for (const v of value) check(v, key);
+    else for (const k in value) if (Object.hasOwn(value, k)) check((value as Record<string, unknown>)[k], k);
   }
 }
 
