@@ -83,11 +83,19 @@ function fsyncMs(n: number): number {
   return percentile(lat, 50);
 }
 
+/**
+ * Untimed requests every server of the round-trip part gets at 8 clients as soon as it is up
+ * (B8): the daemon's first 5 000 requests cost 2.5-3.5x its steady state while V8 compiles
+ * its paths, the bare route's about 1.5x; the same number for every server flatters none.
+ */
+const WARMUP_REQUESTS = 10_000;
+
 async function roundTrips(suite: Suite): Promise<void> {
   const CLIENTS = [1, 8, 32];
   /** fsync latency probed just before and just after the `full` load at 8 clients. */
   const fsyncs: number[] = [];
   const bare = await startBaseline("bare");
+  await load(bare.url, 8, WARMUP_REQUESTS);
   for (const c of CLIENTS) {
     await load(bare.url, c, 500);
     const r = await load(bare.url, c, 5000);
@@ -96,6 +104,7 @@ async function roundTrips(suite: Suite): Promise<void> {
   await bare.stop();
   for (const durability of ["full", "normal"] as const) {
     const raw = await startBaseline(durability === "full" ? "sqlite-full" : "sqlite-normal");
+    await load(raw.url, 8, WARMUP_REQUESTS);
     for (const c of CLIENTS) {
       await load(raw.url, c, 200);
       const r = await load(raw.url, c, durability === "full" ? 2000 : 5000);
@@ -103,6 +112,7 @@ async function roundTrips(suite: Suite): Promise<void> {
     }
     await raw.stop();
     const daemon = await startDaemon({ durability });
+    await load(daemon.url, 8, WARMUP_REQUESTS);
     for (const c of CLIENTS) {
       await load(daemon.url, c, 200);
       if (durability === "full" && c === 8) fsyncs.push(fsyncMs(200));
