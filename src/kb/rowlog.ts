@@ -134,10 +134,6 @@ export class Pending {
  * the merge does not rely on it.
  */
 export function* mergeRows(checkpoint: Iterable<RawRow>, pending: Pending): Generator<RawRow> {
-  if (pending.map.size === 0) {
-    yield* checkpoint;
-    return;
-  }
   const fresh = pending.inserted();
   let i = 0;
   for (const r of checkpoint) {

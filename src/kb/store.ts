@@ -242,7 +242,8 @@ export class SqliteStore implements StoreOfRecord {
    * creator, createdAt, seq]: the checkpoint's, streamed, with the tail's changes applied.
    */
   rows(): Iterable<RawRow> {
-    return mergeRows(this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>, this.pending);
+    const checkpoint = this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+    return this.pending.map.size ? mergeRows(checkpoint, this.pending) : checkpoint;
   }
 
   /** How many sentexes are stored as of the head (for the reopen's progress). */
