@@ -13,6 +13,13 @@
  * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
  * each COMMIT is what makes an acknowledged write survive a power loss.
  *
+ * The log of record: a group's row changes ride in its next event row (`event.changes`,
+ * rowlog.ts); the sentex and tombstone tables are a checkpoint of the log, brought up to it
+ * by the group that reaches `CheckpointLimits`, which records `meta.checkpoint_seq`. The
+ * changes since the checkpoint are kept in memory (`pending`, changed only after a COMMIT);
+ * `rows()` merges them into the streamed checkpoint, `tombstone()` reads them too, and the
+ * prune never passes the checkpoint.
+ *
  * Fail-stop (K12): the first failure (a statement, the COMMIT, the fsync) rolls back the
  * open transaction, rejects every writer not yet answered, refuses every later write, and
  * tells the owner once through `onFailure`. Groups already committed still finish their
