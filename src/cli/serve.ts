@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { openKb, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
+import { openKb, DEFAULT_CHECKPOINT, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
 import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { Rejoiner } from "../daemon/rejoin.js";
@@ -59,6 +59,8 @@ interface ServeOptions {
   heartbeatMs: number;
   shutdownGraceMs: number;
   feedRetentionEvents: number;
+  checkpointEvents: number;
+  checkpointRows: number;
   maxPollLimit: number;
   quiet?: boolean;
   progressIntervalMs: number;
@@ -100,6 +102,8 @@ export function registerServeCommand(program: Command): void {
     .option("--heartbeat-ms <ms>", "SSE heartbeat comment interval", positive, DEFAULT_DAEMON_LIMITS.heartbeatMs)
     .option("--shutdown-grace-ms <ms>", "bound on a graceful stop before connections are cut", positive, DEFAULT_DAEMON_LIMITS.shutdownGraceMs)
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
+    .option("--checkpoint-events <n>", "SQLite: events the log holds past the sentex table's checkpoint before the next checkpoint (bounds the reopen's replay)", positive, DEFAULT_CHECKPOINT.events)
+    .option("--checkpoint-rows <n>", "SQLite: row changes the log holds past the checkpoint before the next one", positive, DEFAULT_CHECKPOINT.rows)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
     .option("--quiet", "no progress lines on stderr (reopening a large store)")
     .option("--progress-interval-ms <ms>", "how often long work (reopening the store) prints a progress line on stderr", positive, DEFAULT_PROGRESS_INTERVAL_MS)
@@ -133,6 +137,7 @@ export function registerServeCommand(program: Command): void {
             durability: o.durability,
             contextsDir: o.contexts,
             feedRetentionEvents: o.feedRetentionEvents,
+            checkpoint: { events: o.checkpointEvents, rows: o.checkpointRows },
             readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
             progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
           });

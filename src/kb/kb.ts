@@ -27,7 +27,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
 import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded, type PreparedAdd, type WrittenAdd } from "./engine.js";
-import { SqliteStore, type FsyncFn } from "./store.js";
+import { SqliteStore, type CheckpointLimits, type FsyncFn } from "./store.js";
 import { NotWriterError, type Durability, type LoggedEvent, type StoreOfRecord } from "./store-of-record.js";
 import { type Node, OUT, IN_MONO, justsOf } from "./node.js";
 import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
@@ -97,6 +97,8 @@ export interface KbOptions {
   readLimits?: Partial<ReadLimits>;
   /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
   fsync?: FsyncFn;
+  /** When the SQLite log is checkpointed into the sentex table (store.ts `CheckpointLimits`). */
+  checkpoint?: Partial<CheckpointLimits>;
   /** Where the reopen reports its progress, and how often (none: silent). */
   progress?: ProgressSink;
 }
@@ -621,7 +623,7 @@ export const openKb = (opts: KbOptions): Promise<Kb> => Kb.open(opts);
 
 function openSqlite(opts: KbOptions): Promise<SqliteStore> {
   if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
-  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync });
+  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync, checkpoint: opts.checkpoint });
 }
 
 export type { List };

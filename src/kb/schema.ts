@@ -8,7 +8,9 @@
  * followers), the epoch each event was committed under (`event.epoch`), the writer's URL
  * and lock session (`lease.url`, `lease.pid`), and the `member` table, where each daemon of a
  * cluster records itself (pgmembers.ts). Only SQLite keeps `event.next_handle`: its
- * counters ride on the newest event row instead of a `meta` update per group (store.ts).
+ * counters ride on the newest event row instead of a `meta` update per group (store.ts);
+ * and `event.changes` with `meta.checkpoint_seq`: its log is the store of record, the
+ * sentex and tombstone tables a checkpoint of it (rowlog.ts).
  */
 import { type Kysely, type Migration, type MigrationProvider, sql, type Generated } from "kysely";
 
@@ -39,6 +41,12 @@ interface EventTable {
    * event needs no `meta` row (store.ts); null on rows written before migration 008.
    */
   next_handle?: number | null;
+  /**
+   * SQLite: the row changes the group made since its previous event (rowlog.ts), while the
+   * seq is after the checkpoint (`meta.checkpoint_seq`); null when there were none or the
+   * group wrote them to the tables itself, and on rows written before migration 009.
+   */
+  changes?: string | null;
 }
 interface TombstoneTable {
   handle: number;
@@ -185,6 +193,13 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
           "008-sqlite-event-counters": {
             async up(db: Kysely<unknown>) {
               await db.schema.alterTable("event").addColumn("next_handle", "integer").execute();
+            },
+          },
+          "009-sqlite-log-of-record": {
+            async up(db: Kysely<unknown>) {
+              // Every event already logged had its rows written to the tables: they are complete to the head.
+              await db.schema.alterTable("event").addColumn("changes", "text").execute();
+              await sql`insert into meta (key, value) select 'checkpoint_seq', max(coalesce((select value from meta where key = 'head_seq'), 0), coalesce((select max(seq) from event), 0))`.execute(db);
             },
           },
         }

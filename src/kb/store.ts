@@ -13,6 +13,13 @@
  * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
  * each COMMIT is what makes an acknowledged write survive a power loss.
  *
+ * The log of record: a group's row changes ride in its next event row (`event.changes`,
+ * rowlog.ts); the sentex and tombstone tables are a checkpoint of the log, brought up to it
+ * by the group that reaches `CheckpointLimits`, which records `meta.checkpoint_seq`. The
+ * changes since the checkpoint are kept in memory (`pending`, changed only after a COMMIT);
+ * `rows()` merges them into the streamed checkpoint, `tombstone()` reads them too, and the
+ * prune never passes the checkpoint.
+ *
  * Fail-stop (K12): the first failure (a statement, the COMMIT, the fsync) rolls back the
  * open transaction, rejects every writer not yet answered, refuses every later write, and
  * tells the owner once through `onFailure`. Groups already committed still finish their
@@ -24,6 +31,7 @@ import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely
 import type { StoredRow } from "./engine.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
+import { mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
@@ -34,6 +42,35 @@ export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null)
 export interface StoreOptions {
   /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
   fsync?: FsyncFn;
+  /** The log's checkpoint thresholds (see `CheckpointLimits`); each defaults to `DEFAULT_CHECKPOINT`'s. */
+  checkpoint?: Partial<CheckpointLimits>;
+}
+
+/**
+ * When the sentex and tombstone tables are brought up to the log. The group that reaches
+ * `events` events or `rows` row changes since the last checkpoint checkpoints; an event with
+ * more than `eventRows` row changes (an edit's) is not logged row by row: its group writes
+ * its rows to the tables directly and checkpoints. The first two bound the reopen's tail
+ * and the memory that holds it.
+ */
+export interface CheckpointLimits {
+  /** Events since the last checkpoint (events). */
+  events: number;
+  /** Row changes since the last checkpoint (rows). */
+  rows: number;
+  /** Row changes one event row carries at most (rows). */
+  eventRows: number;
+}
+
+export const DEFAULT_CHECKPOINT: CheckpointLimits = { events: 1_000, rows: 10_000, eventRows: 64 };
+
+/** The thresholds with defaults filled in; a threshold that is not a positive integer is refused. */
+export function checkpointLimits(given: Partial<CheckpointLimits> = {}): CheckpointLimits {
+  const limits = { ...DEFAULT_CHECKPOINT, ...given };
+  for (const [k, v] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`checkpoint ${k} must be a positive integer, got ${v}`);
+  }
+  return limits;
 }
 
 /** Rows per multi-row sentex INSERT, and the columns of one row (7 * 64 parameters, well under SQLite's 32 766). */
@@ -77,6 +114,8 @@ export class SqliteStore implements StoreOfRecord {
   private eventMeta: StoreMeta | undefined;
   /** The open group pruned events: `meta` is written, whatever the event rows carry. */
   private pruned = false;
+  /** The open group's prune: events up to this seq, as far as the checkpoint allows. */
+  private pruneUpto: number | undefined;
   /** `full` durability: the WAL's file descriptor, fsynced after each COMMIT. */
   private walFd: number | undefined;
   /** Committed groups no fsync has been started for yet. */
@@ -84,6 +123,21 @@ export class SqliteStore implements StoreOfRecord {
   /** The WAL fsyncs started and not yet returned, oldest first, each with the groups committed before it began. */
   private fsyncs: { groups: Group[]; returned: Promise<void> }[] = [];
   private readonly fsyncFn: FsyncFn;
+  private readonly limits: CheckpointLimits;
+  /** The seq the sentex and tombstone tables are complete to; events after it carry the rows' changes. */
+  checkpointSeq: number;
+  /** The net row changes since that checkpoint, committed (only a COMMIT changes it: K12). */
+  private pending: Pending;
+  /** The open group's row changes not yet in the tables, and where those after its last event start. */
+  private readonly groupChanges: Changes = [];
+  private sinceEvent = 0;
+  private sinceEventRows = 0;
+  private groupRows = 0;
+  private groupEvents = 0;
+  /** The open group checkpoints: the pending changes are in the tables and its own go there directly. */
+  private checkpointing = false;
+  /** The newest seq given to the store (an event's or the counters'): what a checkpoint is complete to. */
+  private headSeq: number;
   /** Commits so far (for metrics and tests). */
   commits = 0;
   /** Called once, with the first failure (K12). */
@@ -93,6 +147,7 @@ export class SqliteStore implements StoreOfRecord {
     this.db = db;
     this.kysely = kysely;
     this.fsyncFn = opts.fsync ?? fsync;
+    this.limits = checkpointLimits(opts.checkpoint);
     if (walPath) this.walFd = openSync(walPath, "r+");
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);
@@ -113,7 +168,9 @@ export class SqliteStore implements StoreOfRecord {
       ),
       begin: db.prepare("BEGIN"),
       commit: db.prepare("COMMIT"),
-      insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "", next_handle: 0 }).compile()),
+      insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "", next_handle: 0, changes: "" }).compile()),
+      tail: prep(k.selectFrom("event").select(["seq", "changes"]).where("seq", ">", 0).orderBy("seq").compile()),
+      setCheckpoint: prep(k.updateTable("meta").set({ value: 0 }).where("key", "=", "checkpoint_seq").compile()),
       newestCounters: prep(k.selectFrom("event").select(["seq", "next_handle"]).where("next_handle", "is not", null).orderBy("seq", "desc").limit(1).compile()),
       readEvents: prep(k.selectFrom("event").select(["seq", "body"]).where("seq", ">", 0).orderBy("seq").limit(0).compile()),
       oldestEvent: prep(k.selectFrom("event").select((eb) => eb.fn.min("seq").as("seq")).compile()),
@@ -151,6 +208,19 @@ export class SqliteStore implements StoreOfRecord {
       ),
     };
     this.openMeta = this.readMeta();
+    this.headSeq = this.openMeta.headSeq;
+    this.checkpointSeq = (this.stmts.meta!.all() as { key: string; value: number }[]).find((r) => r.key === "checkpoint_seq")!.value;
+    this.pending = this.readTail();
+  }
+
+  /** The changes of the events after the checkpoint (the tail), folded in seq order. */
+  private readTail(): Pending {
+    const p = new Pending();
+    for (const r of this.stmts.tail!.iterate(this.checkpointSeq) as Iterable<{ seq: number; changes: string | null }>) {
+      p.events++;
+      if (r.changes !== null) p.apply(JSON.parse(r.changes) as Changes);
+    }
+    return p;
   }
 
   /**
@@ -182,14 +252,18 @@ export class SqliteStore implements StoreOfRecord {
     return new SqliteStore(db, kysely, ownSync ? wal : undefined, opts);
   }
 
-  /** Every stored row in handle order, as [handle, context, sentence, premise, creator, createdAt, seq]. */
+  /**
+   * Every row as of the head in handle order, as [handle, context, sentence, premise,
+   * creator, createdAt, seq]: the checkpoint's, streamed, with the tail's changes applied.
+   */
   rows(): Iterable<RawRow> {
-    return this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+    const checkpoint = this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+    return this.pending.map.size ? mergeRows(checkpoint, this.pending) : checkpoint;
   }
 
-  /** How many sentexes are stored (for the reopen's progress). */
+  /** How many sentexes are stored as of the head (for the reopen's progress). */
   rowCount(): number {
-    return (this.stmts.rowCount!.get() as { n: number }).n;
+    return (this.stmts.rowCount!.get() as { n: number }).n + this.pending.countDelta();
   }
 
   /** Open the turn's transaction if none is open; it commits on the next macrotask. */
@@ -229,6 +303,7 @@ export class SqliteStore implements StoreOfRecord {
     this.waiters = [];
     this.afterCommit = [];
     try {
+      this.flushRows();
       this.flushMeta();
       this.stmts.commit!.run();
       this.commits++;
@@ -238,6 +313,7 @@ export class SqliteStore implements StoreOfRecord {
       return;
     }
     this.inTx = false;
+    this.committedRows();
     const group: Group = { waiters, after };
     if (this.walFd === undefined) release(group);
     else {
@@ -266,6 +342,7 @@ export class SqliteStore implements StoreOfRecord {
       this.afterCommit = [];
       this.pendingMeta = this.eventMeta = undefined;
       this.pruned = false;
+      this.resetGroup(); // the pending set is as the file: the group's changes never joined it
       for (const w of waiters) w.reject(this.failed);
     }
     if (first) this.onFailure?.(e);
@@ -304,6 +381,18 @@ export class SqliteStore implements StoreOfRecord {
    * costs a third less per row than one per row (a better-sqlite3 call and a VDBE run each).
    */
   insertSentexes(rows: readonly StoredRow[]): void {
+    if (!this.checkpointing && rows.length > this.limits.eventRows) this.startCheckpoint();
+    if (!this.checkpointing) {
+      for (const r of rows) pushInsert(this.groupChanges, r);
+      this.sinceEventRows += rows.length;
+      this.groupRows += rows.length;
+      return;
+    }
+    this.writeRows(rows);
+  }
+
+  /** Rows straight into the sentex table. */
+  private writeRows(rows: readonly StoredRow[]): void {
     const buf = this.rowParams;
     let i = 0;
     for (; i + INSERT_BATCH <= rows.length; i += INSERT_BATCH) {
@@ -327,17 +416,88 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
-    this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+    if (this.checkpointing) this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+    else {
+      pushUpdate(this.groupChanges, handle, premise, creator, createdAt);
+      this.sinceEventRows++;
+      this.groupRows++;
+    }
   }
 
   deleteSentex(handle: number, reason: string, seq: number): void {
-    this.stmts.deleteSentex!.run(handle);
-    this.stmts.insertTombstone!.run(handle, reason, seq);
+    if (this.checkpointing) {
+      this.stmts.deleteSentex!.run(handle);
+      this.stmts.insertTombstone!.run(handle, reason, seq);
+    } else {
+      pushDelete(this.groupChanges, handle, reason, seq);
+      this.sinceEventRows++;
+      this.groupRows++;
+    }
+  }
+
+  /**
+   * Checkpoint in the open group: write the pending changes and the group's so far to the
+   * tables (the pending set itself changes only once the group commits), and send the
+   * group's later changes there directly. Its COMMIT records the checkpoint's seq.
+   */
+  private startCheckpoint(): void {
+    const all = this.pending.copy().apply(this.groupChanges);
+    const inserts: StoredRow[] = [];
+    for (const [h, e] of all.map) {
+      if (e.del) {
+        this.stmts.deleteSentex!.run(h);
+        this.stmts.insertTombstone!.run(h, e.del.reason, e.del.seq);
+      }
+      if (e.ins) {
+        const [handle, context, sentence, premise, creator, createdAt, seq] = e.ins;
+        inserts.push({ handle, context, sentence, premise, creator, createdAt, seq });
+      } else if (e.upd && !e.del) this.stmts.updateSentex!.run(e.upd[0], e.upd[1], e.upd[2], h);
+    }
+    this.writeRows(inserts.sort((a, b) => a.handle - b.handle));
+    this.groupChanges.length = 0;
+    this.sinceEvent = this.sinceEventRows = 0;
+    this.checkpointing = true;
+  }
+
+  /**
+   * Before COMMIT: a group whose last row changes have no event after them (the reopen's
+   * repairs), or that reaches a threshold, checkpoints; a checkpointing group records the
+   * seq the tables are now complete to.
+   */
+  private flushRows(): void {
+    const p = this.pending;
+    const due = this.sinceEvent < this.groupChanges.length || p.events + this.groupEvents >= this.limits.events || p.rows + this.groupRows >= this.limits.rows;
+    if (!this.checkpointing && due && (this.groupChanges.length || this.groupEvents)) this.startCheckpoint();
+    if (this.checkpointing) this.stmts.setCheckpoint!.run(this.headSeq, "checkpoint_seq");
+    if (this.pruneUpto !== undefined) {
+      this.stmts.pruneEvents!.run(Math.min(this.pruneUpto, this.checkpointing ? this.headSeq : this.checkpointSeq));
+      this.pruned = true;
+    }
+  }
+
+  /** After COMMIT: the pending set is the file's again. */
+  private committedRows(): void {
+    if (this.checkpointing) {
+      this.pending = new Pending();
+      this.checkpointSeq = this.headSeq;
+    } else if (this.groupChanges.length || this.groupEvents) {
+      this.pending.apply(this.groupChanges);
+      this.pending.events += this.groupEvents;
+    }
+    this.resetGroup();
+  }
+
+  private resetGroup(): void {
+    this.groupChanges.length = 0;
+    this.sinceEvent = this.sinceEventRows = this.groupEvents = this.groupRows = 0;
+    this.checkpointing = false;
+    this.pruneUpto = undefined;
   }
 
   /** Record the counters; they reach the file with the group's newest event row, or in `meta` just before COMMIT. */
   setMeta(meta: StoreMeta): void {
     this.pendingMeta = meta;
+    if (meta.headSeq > this.headSeq) this.headSeq = meta.headSeq;
   }
 
   /**
@@ -364,8 +524,15 @@ export class SqliteStore implements StoreOfRecord {
     const seq = event.seq;
     const m = this.pendingMeta;
     const next = m?.headSeq === seq ? m.nextHandle : null;
-    this.stmts.insertEvent!.run(seq, encodeEvent(event), next);
+    if (!this.checkpointing && this.sinceEventRows > this.limits.eventRows) this.startCheckpoint();
+    const c = this.groupChanges;
+    const changes = this.checkpointing || this.sinceEvent === c.length ? null : JSON.stringify(this.sinceEvent === 0 ? c : c.slice(this.sinceEvent));
+    this.stmts.insertEvent!.run(seq, encodeEvent(event), next, changes);
     this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
+    this.sinceEvent = c.length;
+    this.sinceEventRows = 0;
+    this.groupEvents++;
+    if (seq > this.headSeq) this.headSeq = seq;
   }
 
   /** Durable events after `afterSeq`, oldest first, at most `limit`. */
@@ -378,9 +545,12 @@ export class SqliteStore implements StoreOfRecord {
     return r.seq ?? undefined;
   }
 
+  /**
+   * At the group's COMMIT, and never past the checkpoint as it stands then (the group's own,
+   * if it checkpoints): the events after it are the only record of their rows.
+   */
   pruneEvents(uptoSeq: number): void {
-    this.stmts.pruneEvents!.run(uptoSeq);
-    this.pruned = true;
+    this.pruneUpto = Math.max(this.pruneUpto ?? 0, uptoSeq);
   }
 
   insertIdempotency(r: IdempotencyRow): void {
@@ -395,8 +565,10 @@ export class SqliteStore implements StoreOfRecord {
     return (this.stmts.idempotencyKeys!.all(sinceMs) as IdempotencyTable[]).map(idempotencyRow);
   }
 
+  /** The checkpoint's tombstone, else the tail's, else the open group's (a tombstone is never replaced). */
   tombstone(handle: number): { reason: string; seq: number } | undefined {
-    return this.stmts.tombstone!.get(handle) as { reason: string; seq: number } | undefined;
+    const t = this.stmts.tombstone!.get(handle) as { reason: string; seq: number } | undefined;
+    return t ?? this.pending.map.get(handle)?.del ?? tombstoneIn(this.groupChanges, handle);
   }
 
   principals(): Promise<PrincipalRow[]> {

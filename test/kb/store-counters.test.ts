@@ -93,12 +93,13 @@ describe("the SQLite store's counters", () => {
 
   it("a group that prunes the whole event log writes meta, so a reopen still restores the counters", async () => {
     const path = join(tempDir(), "kb.db");
-    // Retention 0: the prune that runs every 1 024 writes deletes every event, the newest too.
-    const kb = await openKb({ path, durability: "normal", feedRetentionEvents: 0 });
+    // Retention 0: the prune that runs every 1 024 writes deletes every event, the newest too
+    // (a checkpoint per event: the prune never passes the checkpoint).
+    const kb = await openKb({ path, durability: "normal", feedRetentionEvents: 0, checkpoint: { events: 1 } });
     for (let i = 0; i < 1024; i++) await kb.assert(`(dog D${i})`, "CxPets");
     const live = counters(kb);
     expect(kb.oldestRetainedSeq()).toBe(live.headSeq + 1); // the log is empty
-    expect(metaRows(path)).toEqual({ next_handle: live.nextHandle, head_seq: live.headSeq });
+    expect(metaRows(path)).toEqual({ next_handle: live.nextHandle, head_seq: live.headSeq, checkpoint_seq: live.headSeq });
     await kb.close();
     expect(await reopened(path)).toEqual(live);
   });
@@ -119,7 +120,8 @@ describe("the SQLite store's counters", () => {
 
   it("a file written before migration 008 (events without next_handle, meta written by every group) opens with its exact counters and upgrades", async () => {
     const path = join(tempDir(), "kb.db");
-    const kb = await openKb({ path, durability: "normal" });
+    // A checkpoint per event: every row is in the tables, as before migration 009.
+    const kb = await openKb({ path, durability: "normal", checkpoint: { events: 1 } });
     const a = await kb.assert("(dog Muffet)", "CxPets");
     await kb.assert("(dog Rex)", "CxPets");
     await kb.retract(a.handle);
@@ -129,7 +131,9 @@ describe("the SQLite store's counters", () => {
     // The previous schema, as the previous code left it: no column, no migration row, meta exact.
     const db = new Database(path);
     db.exec("alter table event drop column next_handle");
-    db.prepare("delete from kysely_migration where name = ?").run("008-sqlite-event-counters");
+    db.exec("alter table event drop column changes");
+    db.prepare("delete from kysely_migration where name in (?, ?)").run("008-sqlite-event-counters", "009-sqlite-log-of-record");
+    db.prepare("delete from meta where key = ?").run("checkpoint_seq");
     db.prepare("update meta set value = ? where key = ?").run(live.nextHandle, "next_handle");
     db.prepare("update meta set value = ? where key = ?").run(live.headSeq, "head_seq");
     db.close();

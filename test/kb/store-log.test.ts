@@ -1,0 +1,192 @@
+/**
+ * The SQLite event log as the store of record and the sentex table as its checkpoint
+ * (store.ts, rowlog.ts), on real files. Pinned here: for any program of writes, closes and
+ * reopens under small checkpoint thresholds, the rows, the tombstones and the feed equal
+ * those of a store that checkpoints every event, at every step and after every reopen; a
+ * single assert commits about one WAL page; a checkpoint that fails stops the store and the
+ * reopen shows exactly the committed writes; the prune never passes the checkpoint.
+ */
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { openKb, type Kb, type KbOptions } from "../../src/kb/index.js";
+import { DEFAULT_CHECKPOINT, SqliteStore, type CheckpointLimits } from "../../src/kb/store.js";
+import { refusal, tempDir } from "./helpers.js";
+
+const sqlite = (kb: Kb) => kb.store as SqliteStore;
+
+/** What a reopen would see: the rows as of the head, every handle's tombstone, the feed. */
+async function state(kb: Kb) {
+  const store = sqlite(kb);
+  const rows = [...store.rows()];
+  const tombstones: Record<number, unknown> = {};
+  for (let h = 1; h < kb.engine.nextHandle; h++) {
+    const t = store.tombstone(h);
+    if (t) tombstones[h] = t;
+  }
+  return { rows, rowCount: store.rowCount(), tombstones, feed: await kb.readEvents(0, 100_000), nextHandle: kb.engine.nextHandle, headSeq: kb.headSeq };
+}
+
+type Op =
+  | { k: "assert"; s: number; mono: boolean }
+  | { k: "burst"; ss: number[] }
+  | { k: "edit"; add: number[]; remove: number[] }
+  | { k: "retract"; i: number }
+  | { k: "reopen"; limits: Partial<CheckpointLimits> };
+
+/** Facts, a rule that derives from them, and what it derives (asserted: a derived row becomes a premise, an update). */
+const SENTENCES = ["(implies (dog ?x) (animal ?x))", "(dog Rex)", "(dog Ann)", "(animal Rex)", "(animal Ann)", "(not (animal Ann))", "(cat Tom)", "(dog Tom)"];
+const limitsArb = fc.record({ events: fc.integer({ min: 1, max: 4 }), rows: fc.integer({ min: 1, max: 8 }), eventRows: fc.integer({ min: 1, max: 4 }) }, { requiredKeys: [] });
+const sentence = fc.nat({ max: SENTENCES.length - 1 });
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ k: fc.constant("assert" as const), s: sentence, mono: fc.boolean() }),
+  fc.record({ k: fc.constant("burst" as const), ss: fc.array(sentence, { minLength: 2, maxLength: 4 }) }),
+  fc.record({ k: fc.constant("edit" as const), add: fc.array(sentence, { maxLength: 3 }), remove: fc.array(fc.nat(), { maxLength: 2 }) }),
+  fc.record({ k: fc.constant("retract" as const), i: fc.nat() }),
+  fc.record({ k: fc.constant("reopen" as const), limits: limitsArb }),
+);
+
+/** Run one op on a KB; handles are the same in both KBs (same writes, same order), so an index picks the same one. */
+async function run(kb: Kb, op: Op): Promise<void> {
+  const live = () => [...kb.engine.index.byHandle.keys()].filter((h) => kb.engine.index.byHandle.get(h)!.premise !== 0);
+  const pick = (i: number) => {
+    const hs = live();
+    return hs.length ? hs[i % hs.length] : undefined;
+  };
+  if (op.k === "assert") await kb.assert(SENTENCES[op.s]!, "CxPets", { strength: op.mono ? "monotonic" : "default", creator: "AgentAva" });
+  else if (op.k === "burst") await Promise.all(op.ss.map((s) => kb.assert(SENTENCES[s]!, "CxPets"))); // one group, several events
+  else if (op.k === "edit") {
+    const remove = [...new Set(op.remove.map(pick).filter((h): h is number => h !== undefined))];
+    if (op.add.length || remove.length) await kb.edit({ add: op.add.map((s) => ({ sentence: SENTENCES[s]!, context: "CxOther" })), remove });
+  } else if (op.k === "retract") {
+    const h = pick(op.i);
+    if (h !== undefined) await kb.retract(h);
+  }
+}
+
+describe("the SQLite log of record", () => {
+  it("any program of writes, closes and reopens under small checkpoint thresholds keeps the rows, tombstones and feed of a checkpoint per event", async () => {
+    await fc.assert(
+      fc.asyncProperty(limitsArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), async (first, ops) => {
+        const dir = tempDir();
+        const clock = { t: 1_000 };
+        const open = (name: string, checkpoint: Partial<CheckpointLimits>) => openKb({ path: join(dir, name), durability: "normal", now: () => clock.t, checkpoint });
+        const every = { events: 1 };
+        let kb = await open("log.db", first);
+        let ref = await open("ref.db", every);
+        try {
+          for (const op of ops) {
+            clock.t += 7;
+            if (op.k === "reopen") {
+              await kb.close();
+              await ref.close();
+              kb = await open("log.db", op.limits);
+              ref = await open("ref.db", every);
+            } else {
+              await run(kb, op);
+              await run(ref, op);
+            }
+            const [got, want] = [await state(kb), await state(ref)];
+            expect(got).toEqual(want);
+            expect(got.rowCount).toBe(got.rows.length);
+            // the reference checkpoints every event: its tail is empty
+            expect(sqlite(ref).checkpointSeq).toBe(ref.headSeq);
+          }
+          await kb.close();
+          kb = await open("log.db", DEFAULT_CHECKPOINT);
+          await ref.close();
+          ref = await open("ref.db", every);
+          expect(await state(kb)).toEqual(await state(ref));
+        } finally {
+          await kb.close();
+          await ref.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("a single assert commits about one WAL page (the event row carries its sentex row)", async () => {
+    const path = join(tempDir(), "kb.db");
+    const kb = await openKb({ path, durability: "normal" });
+    try {
+      const db = sqlite(kb).db;
+      db.pragma("wal_autocheckpoint = 0"); // the WAL only grows: its frames are the commits' pages
+      for (let i = 0; i < 50; i++) await kb.assert(`(dog Warm${i})`, "CxPets");
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      const pageSize = db.pragma("page_size", { simple: true }) as number;
+      const commits = sqlite(kb).commits;
+      const n = 300; // fewer than a checkpoint's 1 000 events
+      for (let i = 0; i < n; i++) await kb.assert(`(dog D${i})`, "CxPets");
+      expect(sqlite(kb).commits - commits).toBe(n);
+      const frames = (statSync(`${path}-wal`).size - 32) / (pageSize + 24);
+      console.log(`WAL pages per single assert: ${(frames / n).toFixed(3)}`);
+      expect(frames / n).toBeGreaterThanOrEqual(1);
+      expect(frames / n).toBeLessThan(1.2);
+    } finally {
+      await kb.close();
+    }
+  });
+
+  it("a checkpoint that fails stops the store, and the reopen shows exactly the committed writes", async () => {
+    const path = join(tempDir(), "kb.db");
+    const opts: KbOptions = { path, durability: "normal", now: () => 5_000, checkpoint: { events: 4 } };
+    const kb = await openKb(opts);
+    const first = await kb.assert("(dog Rex)", "CxPets"); // the open's group wrote no event: this starts the count
+    const committed = [first, await kb.assert("(dog Ann)", "CxPets")];
+    const gone = await kb.retract(first.handle);
+    const before = await state(kb);
+    expect(sqlite(kb).checkpointSeq).toBeLessThan(kb.headSeq); // these live in the log's tail
+    // The next group reaches the threshold and checkpoints; its first tombstone insert fails.
+    const other = new Database(path);
+    other.exec("create trigger refuse before insert on tombstone begin select raise(abort, 'injected checkpoint failure'); end");
+    other.close();
+    const failures: string[] = [];
+    kb.onFailure((f) => failures.push(f.reason));
+    const ann = committed[1]!.handle;
+    expect((await refusal(() => kb.retract(ann))).type).toBe("unavailable");
+    expect(failures).toEqual([expect.stringContaining("injected checkpoint failure")]);
+    // K12: the stopped store's memory is its file's: the failed group's changes left no trace in it
+    const store = sqlite(kb);
+    expect({ rows: [...store.rows()], rowCount: store.rowCount(), tombstone: store.tombstone(ann) }).toEqual({ rows: before.rows, rowCount: before.rowCount, tombstone: undefined });
+    expect((await refusal(() => kb.assert("(dog Fido)", "CxPets"))).type).toBe("unavailable");
+    await kb.close();
+    const fix = new Database(path);
+    fix.exec("drop trigger refuse");
+    fix.close();
+    const again = await openKb(opts);
+    try {
+      expect(await state(again)).toEqual(before);
+      expect(again.why(first.handle).reason).toBe("retracted");
+      expect(gone.removed).toEqual([first.handle]);
+      expect(again.sentex(ann)?.sentence).toBe("(dog Ann)");
+      // the refused write is nowhere; the next write takes the seq it would have had
+      expect((await again.retract(ann)).seq).toBe(before.headSeq + 1);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it("the prune never passes the checkpoint: the tail's events stay, and the reopen has every row", async () => {
+    const path = join(tempDir(), "kb.db");
+    // Retention 0 asks the prune (every 1 024 writes) for every event; no checkpoint comes before it.
+    const opts: KbOptions = { path, durability: "normal", feedRetentionEvents: 0, checkpoint: { events: 5_000, rows: 50_000 } };
+    const kb = await openKb(opts);
+    const n = 1_030;
+    for (let i = 0; i < n; i++) await kb.assert(`(dog D${i})`, "CxPets");
+    const store = sqlite(kb);
+    expect(store.checkpointSeq).toBe(0);
+    expect(kb.oldestRetainedSeq()).toBe(store.checkpointSeq + 1);
+    const before = await state(kb);
+    await kb.close();
+    const again = await openKb(opts);
+    try {
+      expect(await state(again)).toEqual(before);
+      expect(again.size).toBe(n);
+    } finally {
+      await again.close();
+    }
+  });
+});
