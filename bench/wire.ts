@@ -90,10 +90,23 @@ function fsyncMs(n: number): number {
  */
 const WARMUP_REQUESTS = 10_000;
 
+/** The store's own cumulative counts from the daemon's /metrics. */
+async function storeCounts(url: string): Promise<{ commits: number; fsyncs: number; seconds: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+    if (!line) throw new Error(`/metrics has no ${name}`);
+    return Number(line.split(" ")[1]);
+  };
+  return { commits: value("koinii_store_commits_total"), fsyncs: value("koinii_wal_fsyncs_total"), seconds: value("koinii_wal_fsync_seconds_total") };
+}
+
 async function roundTrips(suite: Suite): Promise<void> {
   const CLIENTS = [1, 8, 32];
   /** fsync latency probed just before and just after the `full` load at 8 clients. */
   const fsyncs: number[] = [];
+  /** The daemon's own WAL fsyncs during the `full` c8 load (its /metrics): mean ms, requests per group commit. */
+  let daemonFsync: { ms: number; perCommit: number; fsyncs: number } | undefined;
   const bare = await startBaseline("bare");
   await load(bare.url, 8, WARMUP_REQUESTS);
   for (const c of CLIENTS) {
@@ -115,9 +128,16 @@ async function roundTrips(suite: Suite): Promise<void> {
     await load(daemon.url, 8, WARMUP_REQUESTS);
     for (const c of CLIENTS) {
       await load(daemon.url, c, 200);
-      if (durability === "full" && c === 8) fsyncs.push(fsyncMs(200));
+      const probe = durability === "full" && c === 8;
+      if (probe) fsyncs.push(fsyncMs(200));
+      const before = probe ? await storeCounts(daemon.url) : undefined;
       const r = await load(daemon.url, c, durability === "full" ? 3000 : 5000);
-      if (durability === "full" && c === 8) fsyncs.push(fsyncMs(200));
+      if (before) {
+        const after = await storeCounts(daemon.url);
+        const n = after.fsyncs - before.fsyncs;
+        daemonFsync = { ms: ((after.seconds - before.seconds) * 1000) / n, perCommit: (durability === "full" ? 3000 : 5000) / (after.commits - before.commits), fsyncs: n };
+      }
+      if (probe) fsyncs.push(fsyncMs(200));
       suite.compare(`assert_${durability}_c${c}_rps`, r.rps, "req/s", `raw_sqlite_route_${durability}_c${c}_rps`, {
         higherIsBetter: true,
         ...(durability === "full" && c === 8 ? { minRatio: 5 } : {}),
@@ -142,6 +162,9 @@ async function roundTrips(suite: Suite): Promise<void> {
   const normal = suite.figures["assert_normal_c8_rps"]!.value;
   const round = 8000 / normal;
   suite.add("full_vs_normal_c8_ceiling", { value: round / (round + f), unit: "x", note: `a round of 8 writes at normal (${round.toFixed(2)} ms) / (that + fsync_p50): the most a closed loop of 8 can reach at full relative to normal on this disk` });
+  if (!daemonFsync) throw new Error("the full c8 load read no fsync counts from the daemon");
+  suite.add("full_c8_daemon_fsync_mean", { value: daemonFsync.ms, unit: "ms", note: `the daemon's own WAL fsyncs during the full c8 load (${daemonFsync.fsyncs} of them, /metrics koinii_wal_fsync_seconds_total / koinii_wal_fsyncs_total); ${daemonFsync.perCommit.toFixed(2)} requests per group commit` });
+  suite.add("full_vs_normal_c8_ceiling_under_load", { value: round / (round + daemonFsync.ms), unit: "x", note: "the same ceiling with the fsync the daemon's groups actually waited" });
   suite.compare("assert_full_c8_vs_normal", suite.figures["assert_full_c8_rps"]!.value, "req/s", "assert_normal_c8_rps", { higherIsBetter: true, minRatio: 0.9 });
   const bareC8 = suite.figures["assert_full_c8_vs_bare"]!;
   bareC8.target = "ratio >= 0.6";

@@ -4,6 +4,7 @@
  */
 import client from "prom-client";
 import type { FeedHub } from "../feed/index.js";
+import type { StoreOfRecord } from "../kb/index.js";
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -13,7 +14,7 @@ export class Metrics {
   readonly refusals: client.Counter<"type">;
   readonly latency: client.Histogram<"method" | "route" | "status">;
 
-  constructor(hub: () => FeedHub | undefined, headSeq: () => number) {
+  constructor(hub: () => FeedHub | undefined, headSeq: () => number, store: () => StoreOfRecord | undefined) {
     const registers = [this.registry];
     this.writes = new client.Counter({ name: "koinii_writes_total", help: "Writes answered ok, by route", labelNames: ["route"], registers });
     this.events = new client.Counter({ name: "koinii_feed_events_total", help: "Change-feed events published (one per seq)", registers });
@@ -33,6 +34,12 @@ export class Metrics {
     gauge("koinii_feed_parked_polls", "Polls parked waiting for an event", () => hub()?.parkedCount ?? 0);
     gauge("koinii_feed_streams", "Open SSE streams", () => hub()?.streamCount ?? 0);
     gauge("koinii_feed_pending_events", "Undelivered events held in subscription rings", () => hub()?.pendingCount ?? 0);
+    // Cumulative counts the store keeps itself, read at scrape time.
+    const counter = (name: string, help: string, read: () => number) =>
+      new client.Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+    counter("koinii_store_commits_total", "Group commits of the store of record", () => store()?.commits ?? 0);
+    counter("koinii_wal_fsyncs_total", "WAL fsyncs the store ran itself (SQLite at durability full)", () => store()?.walFsyncs?.count ?? 0);
+    counter("koinii_wal_fsync_seconds_total", "Time those WAL fsyncs took, in seconds (divide by koinii_wal_fsyncs_total for the mean a group waits)", () => store()?.walFsyncs?.seconds ?? 0);
     client.collectDefaultMetrics({ register: this.registry, prefix: "koinii_" });
   }
 }

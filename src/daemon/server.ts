@@ -131,7 +131,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   /** What is built over one KB: a rejoining cluster daemon swaps all of it at once. */
   let cur: { kb: Kb; hub: FeedHub; access: Access; table: RouteDef[]; keys: IdempotencyKeys } | undefined;
   let rejoin: { why: string; retryAfterMs: number } | undefined;
-  const metrics = new Metrics(() => cur?.hub, () => cur!.hub.headSeq);
+  const metrics = new Metrics(() => cur?.hub, () => cur!.hub.headSeq, () => cur?.kb.store);
   const serve = async (kb: Kb) => {
     const access = await Access.open(kb, { adminToken: opts.adminToken });
     // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.

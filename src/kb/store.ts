@@ -140,6 +140,8 @@ export class SqliteStore implements StoreOfRecord {
   private headSeq: number;
   /** Commits so far (for metrics and tests). */
   commits = 0;
+  /** The WAL fsyncs run so far and their total time (for metrics: what a group waits at `full`). */
+  readonly walFsyncs = { count: 0, seconds: 0 };
   /** Called once, with the first failure (K12). */
   onFailure: ((e: unknown) => void) | undefined;
 
@@ -358,7 +360,10 @@ export class SqliteStore implements StoreOfRecord {
     const entry = { groups: this.unsynced, returned: new Promise<void>((r) => (done = r)) };
     this.unsynced = [];
     this.fsyncs.push(entry); // before the call: a seam may answer synchronously
+    const started = process.hrtime.bigint();
     this.fsyncFn(this.walFd!, (err) => {
+      this.walFsyncs.count++;
+      this.walFsyncs.seconds += Number(process.hrtime.bigint() - started) / 1e9;
       const at = this.fsyncs.indexOf(entry);
       if (err) {
         // The disk refused: nothing it may have lost is acknowledged (fail-stop).

@@ -167,6 +167,22 @@ describe("routes", () => {
   });
 });
 
+describe("the store's own counts in /metrics", () => {
+  it("each awaited assert at durability full is one group commit and one WAL fsync, and the fsyncs' time is summed", async () => {
+    const read = async () => {
+      const text = (await get("/metrics")).text as string;
+      const value = (name: string) => Number(text.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1] ?? NaN);
+      return { commits: value("koinii_store_commits_total"), fsyncs: value("koinii_wal_fsyncs_total"), seconds: value("koinii_wal_fsync_seconds_total") };
+    };
+    const before = await read();
+    for (let i = 0; i < 3; i++) expect((await post("/v1/assert", { sentence: `(dog Counted${i})`, context: "CxPets" })).status).toBe(200);
+    const after = await read();
+    expect(after.commits - before.commits).toBe(3);
+    expect(after.fsyncs - before.fsyncs).toBe(3);
+    expect(after.seconds).toBeGreaterThan(before.seconds);
+  });
+});
+
 describe("refusals: every request-refusal type with its status", () => {
   const cases: [string, string, unknown, number, string][] = [
     ["parse-error", "/v1/assert", { sentence: "(dog Muffet", context: "CxPets" }, 400, "parse-error"],
