@@ -102,6 +102,43 @@ export interface Clash {
   sides: [Node, Node];
 }
 
+/** Markers that declare a predicate's arity, each with the arity it declares (null: read from `(arity P N)`). */
+const ARITY_MARKERS: readonly (readonly [string, number | null])[] = [
+  ["arity", null],
+  ["unaryPredicate", 1],
+  ["binaryPredicate", 2],
+  ["ternaryPredicate", 3],
+  ["quaternaryPredicate", 4],
+];
+
+const NONE_REMOVED: ReadonlySet<number> = new Set();
+
+/** What one check has looked up about one predicate's declarations (see DeclMemo). */
+class PredDecls {
+  /** Declared arity where each context is (null: none). */
+  readonly arity = new Map<string, number | null>();
+  /** Whether it is functional where each context is. */
+  readonly functional = new Map<string, boolean>();
+  lease: boolean | undefined;
+  targetFollowing: boolean | undefined;
+}
+
+/**
+ * The declarations one check has looked up, by predicate: the KB does not change while a
+ * batch is checked, so each is looked up once per batch, not once per entry. Keyed by the
+ * predicate and context strings themselves, never by a concatenation (a fresh string would
+ * be hashed on every lookup).
+ */
+export class DeclMemo {
+  private readonly preds = new Map<string, PredDecls>();
+
+  of(pred: string): PredDecls {
+    let d = this.preds.get(pred);
+    if (d === undefined) this.preds.set(pred, (d = new PredDecls()));
+    return d;
+  }
+}
+
 export class Engine {
   readonly index = new MemIndex();
   readonly topology = new Topology();
@@ -145,7 +182,7 @@ export class Engine {
    * Parse and check one add against the KB as it stands (minus the handles `removing`).
    * Throws a KbError; returns the prepared entry.
    */
-  prepare(entry: AddEntry, removing: ReadonlySet<number> = new Set(), batch: PreparedAdd[] = []): PreparedAdd {
+  prepare(entry: AddEntry, removing: ReadonlySet<number> = NONE_REMOVED, batch: PreparedAdd[] = [], decls: DeclMemo = new DeclMemo()): PreparedAdd {
     if (entry === null || typeof entry !== "object") throw new KbError("shape", "an add entry must be {sentence, context, strength?}");
     if (typeof entry.sentence !== "string") throw new KbError("shape", "sentence must be text");
     let ctx = checkContextName(entry.context);
@@ -157,7 +194,7 @@ export class Engine {
     if (parsed.kind === "rule") {
       const text = printTerm(parsed.term);
       const rule: CompiledRule = compileRule(parsed.rule);
-      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx);
+      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx, decls);
       return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
     }
     const { neg, atom } = parsed.lit;
@@ -168,10 +205,10 @@ export class Engine {
       ctx = UNIVERSE; // forced into CxUniverse, monotonic topology (reference §2.1)
       mark = 2;
     }
-    this.checkArity(parsed.lit, ctx);
-    if (!neg) this.checkFunctional(atom, ctx, removing, batch);
-    this.checkTarget(atom, removing);
-    if (!neg) this.checkLease(atom, removing);
+    this.checkArity(parsed.lit, ctx, decls);
+    if (!neg) this.checkFunctional(atom, ctx, removing, batch, decls);
+    this.checkTarget(atom, removing, decls);
+    if (!neg) this.checkLease(atom, removing, decls);
     const akey = printTerm(atom);
     return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
   }
@@ -213,9 +250,10 @@ export class Engine {
       } else removing.add(h);
     });
     const prepared: PreparedAdd[] = [];
+    const decls = new DeclMemo();
     add.forEach((entry, index) => {
       try {
-        prepared.push(this.prepare(entry, removing, prepared));
+        prepared.push(this.prepare(entry, removing, prepared, decls));
       } catch (e) {
         if (!(e instanceof KbError)) throw e;
         problems.push({ type: e.type, error: e.message, in: "add", index });
@@ -224,16 +262,18 @@ export class Engine {
     return { problems, prepared };
   }
 
-  private declaredArity(pred: string, ctx: string): number | undefined {
+  private declaredArity(pred: string, ctx: string, decls: DeclMemo): number | undefined {
+    const memo = decls.of(pred).arity;
+    const known = memo.get(ctx);
+    if (known !== undefined) return known ?? undefined;
+    const found = this.lookUpArity(pred, ctx);
+    memo.set(ctx, found ?? null);
+    return found;
+  }
+
+  private lookUpArity(pred: string, ctx: string): number | undefined {
     const cone = this.topology.up(ctx);
-    const markers: [string, number | null][] = [
-      ["arity", null],
-      ["unaryPredicate", 1],
-      ["binaryPredicate", 2],
-      ["ternaryPredicate", 3],
-      ["quaternaryPredicate", 4],
-    ];
-    for (const [marker, n] of markers) {
+    for (const [marker, n] of ARITY_MARKERS) {
       for (const m of this.index.candidates(marker, [marker, pred])) {
         if (m.label === OUT || !cone.has(m.ctx) || m.atom[1] !== pred) continue;
         if (n !== null) return n;
@@ -244,9 +284,9 @@ export class Engine {
     return undefined;
   }
 
-  private checkArity(lit: Literal, ctx: string): void {
+  private checkArity(lit: Literal, ctx: string, decls: DeclMemo): void {
     const pred = lit.atom[0] as string;
-    const declared = this.declaredArity(pred, ctx);
+    const declared = this.declaredArity(pred, ctx, decls);
     const given = lit.atom.length - 1;
     if (declared !== undefined && declared !== given) {
       throw new KbError("arity", `${pred} takes ${declared} argument${declared === 1 ? "" : "s"} where ${ctx} is, got ${given}: ${printTerm(lit.atom)}`);
@@ -261,9 +301,13 @@ export class Engine {
     return false;
   }
 
-  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[]): void {
+  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[], decls: DeclMemo): void {
     const pred = atom[0] as string;
-    if (atom.length < 3 || !this.isMarked("functional", pred, ctx)) return;
+    if (atom.length < 3) return;
+    const functional = decls.of(pred).functional;
+    let marked = functional.get(ctx);
+    if (marked === undefined) functional.set(ctx, (marked = this.isMarked("functional", pred, ctx)));
+    if (!marked) return;
     const value = atom[2]!;
     if (isSymbol(value) || typeof value !== "string") return; // symbols merge by equality; only other values clash
     const cone = this.topology.up(ctx);
@@ -286,9 +330,11 @@ export class Engine {
    * while another agent holds a live lease on the same target (its UntilMs is still ahead
    * of the clock). An expired lease blocks nothing: expiry needs no write.
    */
-  private checkLease(atom: List, removing: ReadonlySet<number>): void {
+  private checkLease(atom: List, removing: ReadonlySet<number>, decls: DeclMemo): void {
     const pred = atom[0] as string;
-    if (atom.length !== 4 || !this.isMarked("leasePredicate", pred)) return;
+    if (atom.length !== 4) return;
+    const d = decls.of(pred);
+    if (!(d.lease ??= this.isMarked("leasePredicate", pred))) return;
     const now = this.now();
     const until = Number(atom[3]);
     if (typeof atom[3] !== "string" || !Number.isFinite(until) || !/^[0-9]+$/.test(atom[3])) {
@@ -307,9 +353,10 @@ export class Engine {
   }
 
   /** A target-following meta-sentex must name stored targets (wire.md: never outlives nor predates its target). */
-  private checkTarget(atom: List, removing: ReadonlySet<number>): void {
+  private checkTarget(atom: List, removing: ReadonlySet<number>, decls: DeclMemo): void {
     const pred = atom[0] as string;
-    if (!this.isMarked("targetFollowingPredicate", pred)) return;
+    const d = decls.of(pred);
+    if (!(d.targetFollowing ??= this.isMarked("targetFollowingPredicate", pred))) return;
     const visit = (t: Term): void => {
       if (typeof t === "string") return;
       const h = handleOfTerm(t);
