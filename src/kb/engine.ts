@@ -23,7 +23,7 @@
  * that is not inert (inert = a premise no rule reads and nothing opposes).
  */
 import { KbError, type Problem } from "./errors.js";
-import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, stringAtom, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
+import { type List, type Term, printTerm, parseTerm, parseTermText, isSymbol, handleOfTerm, stringAtom, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
 import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
@@ -189,10 +189,10 @@ export class Engine {
     const strength = entry.strength ?? "default";
     if (strength !== "default" && strength !== "monotonic") throw new KbError("shape", `strength must be "default" or "monotonic", got ${JSON.stringify(strength)}`);
     let mark: PremiseMark = strength === "monotonic" ? 2 : 1;
-    const term = parseTerm(entry.sentence, this.limits);
+    const { term, canonical } = parseTermText(entry.sentence, this.limits);
     const parsed = sentenceShape(term);
     if (parsed.kind === "rule") {
-      const text = printTerm(parsed.term);
+      const text = canonical ? entry.sentence : printTerm(parsed.term);
       const rule: CompiledRule = compileRule(parsed.rule);
       for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx, decls);
       return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
@@ -209,8 +209,10 @@ export class Engine {
     if (!neg) this.checkFunctional(atom, ctx, removing, batch, decls);
     this.checkTarget(atom, removing, decls);
     if (!neg) this.checkLease(atom, removing, decls);
-    const akey = printTerm(atom);
-    return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
+    // Canonical input text is kept as it is (its atom's text is the text, or inside `(not ...)`), not printed again.
+    const akey = canonical ? (neg ? entry.sentence.slice(5, -1) : entry.sentence) : printTerm(atom);
+    const text = canonical ? entry.sentence : neg ? `(not ${akey})` : akey;
+    return { ctx, neg, atom, akey, text, rule: null, mark, creator: entry.creator ?? null };
   }
 
   /**
