@@ -97,14 +97,67 @@ export class HandleTable {
 
 /**
  * One level of the identity index: the atoms that continue with one more element (`kids`,
- * keyed by that element's index key) and the atoms that end with it (`leaves`).
+ * keyed by that element's index key) and the atoms that end with it. Most levels end one
+ * atom only (the level of `(rel E7` ends `(rel E7 V7)`), so the first such atom is held
+ * inline (`leafKey`, `leaf`) and a `leaves` map is made only when a second key arrives:
+ * no map per stored atom.
  */
 interface Level {
   kids: Map<string, Level> | undefined;
+  leafKey: string | undefined;
+  leaf: Bucket | undefined;
   leaves: Map<string, Bucket> | undefined;
 }
 
-const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
+const newLevel = (): Level => ({ kids: undefined, leafKey: undefined, leaf: undefined, leaves: undefined });
+
+function leafGet(lv: Level, k: string): Bucket | undefined {
+  if (lv.leaves !== undefined) return lv.leaves.get(k);
+  return lv.leafKey === k ? lv.leaf : undefined;
+}
+
+/** Add n under key k at lv; returns the bucket as it was before (undefined when new). */
+function leafAdd(lv: Level, k: string, n: Node): Bucket | undefined {
+  if (lv.leaves !== undefined) return bucketAdd(lv.leaves, k, n);
+  if (lv.leafKey === undefined) {
+    lv.leafKey = k;
+    lv.leaf = n;
+    return undefined;
+  }
+  if (lv.leafKey === k) {
+    const b = lv.leaf!;
+    if (Array.isArray(b)) b.push(n);
+    else lv.leaf = [b, n];
+    return b;
+  }
+  lv.leaves = new Map([[lv.leafKey, lv.leaf!]]);
+  lv.leafKey = undefined;
+  lv.leaf = undefined;
+  return bucketAdd(lv.leaves, k, n);
+}
+
+function leafRemove(lv: Level, k: string, n: Node): void {
+  if (lv.leaves !== undefined) {
+    bucketRemove(lv.leaves, k, n);
+    if (lv.leaves.size === 0) lv.leaves = undefined;
+    return;
+  }
+  if (lv.leafKey !== k) return;
+  const b = lv.leaf!;
+  if (!Array.isArray(b)) {
+    if (b !== n) return;
+    lv.leafKey = undefined;
+    lv.leaf = undefined;
+    return;
+  }
+  const i = b.indexOf(n);
+  if (i < 0) return;
+  b[i] = b[b.length - 1]!;
+  b.pop();
+  if (b.length === 1) lv.leaf = b[0]!;
+}
+
+const endsHere = (lv: Level) => lv.leafKey !== undefined || lv.leaves !== undefined;
 
 /**
  * Nodes by atom structure, one map per element: looking up a derived atom reads maps keyed
@@ -116,14 +169,14 @@ const newLevel = (): Level => ({ kids: undefined, leaves: undefined });
 class AtomTable {
   private readonly root = newLevel();
   /**
-   * The leaf map of the atom `get` looked up last: a firing looks its conclusion up and then
-   * adds it, and the add reuses the walk. Only `remove` drops maps, and it clears this.
+   * The level of the atom `get` looked up last: a firing looks its conclusion up and then
+   * adds it, and the add reuses the walk. Only `remove` drops levels, and it clears this.
    */
   private lastAtom: List | undefined;
-  private lastLeaves: Map<string, Bucket> | undefined;
+  private lastLevel: Level | undefined;
 
-  /** The leaf map holding `atom`'s bucket (created on the way when `create`). */
-  private leafMap(atom: List, create: boolean): Map<string, Bucket> | undefined {
+  /** The level whose leaves hold `atom`'s bucket (created on the way when `create`). */
+  private levelOf(atom: List, create: boolean): Level | undefined {
     let lv = this.root;
     const last = atom.length - 1;
     for (let i = 0; i < last; i++) {
@@ -136,29 +189,25 @@ class AtomTable {
       }
       lv = next;
     }
-    if (lv.leaves === undefined) {
-      if (!create) return undefined;
-      lv.leaves = new Map();
-    }
-    return lv.leaves;
+    return lv;
   }
 
   get(atom: List): Bucket | undefined {
     if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const leaves = this.leafMap(atom, false);
+    const lv = this.levelOf(atom, false);
     this.lastAtom = atom;
-    this.lastLeaves = leaves;
-    return leaves?.get(argKey(atom[atom.length - 1]!));
+    this.lastLevel = lv;
+    return lv === undefined ? undefined : leafGet(lv, argKey(atom[atom.length - 1]!));
   }
 
   /** Add n under its atom; returns the bucket as it was before (undefined when new). */
   add(n: Node): Bucket | undefined {
     if (n.atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const leaves = (n.atom === this.lastAtom ? this.lastLeaves : undefined) ?? this.leafMap(n.atom, true)!;
-    return bucketAdd(leaves, argKey(n.atom[n.atom.length - 1]!), n);
+    const lv = (n.atom === this.lastAtom ? this.lastLevel : undefined) ?? this.levelOf(n.atom, true)!;
+    return leafAdd(lv, argKey(n.atom[n.atom.length - 1]!), n);
   }
 
-  /** Levels below the root (what stays allocated; 0 once every atom is removed). */
+  /** Levels below the root and leaf maps (what stays allocated; 0 once every atom is removed). */
   levels(): number {
     const count = (lv: Level): number => {
       let n = 0;
@@ -171,7 +220,7 @@ class AtomTable {
   /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
   remove(n: Node): void {
     this.lastAtom = undefined;
-    this.lastLeaves = undefined;
+    this.lastLevel = undefined;
     const atom = n.atom;
     const path: Level[] = [this.root];
     const keys: string[] = [];
@@ -183,12 +232,10 @@ class AtomTable {
       keys.push(k);
     }
     let lv = path[path.length - 1]!;
-    if (lv.leaves === undefined) return;
-    bucketRemove(lv.leaves, argKey(atom[atom.length - 1]!), n);
-    if (lv.leaves.size === 0) lv.leaves = undefined;
+    leafRemove(lv, argKey(atom[atom.length - 1]!), n);
     for (let i = path.length - 1; i > 0; i--) {
       lv = path[i]!;
-      if (lv.leaves !== undefined || (lv.kids !== undefined && lv.kids.size > 0)) break;
+      if (endsHere(lv) || (lv.kids !== undefined && lv.kids.size > 0)) break;
       const parent = path[i - 1]!;
       parent.kids!.delete(keys[i - 1]!);
       if (parent.kids!.size === 0) parent.kids = undefined;
