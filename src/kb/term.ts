@@ -94,6 +94,10 @@ for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_+*/<>=!&%$
 SYMBOL_CLASS[45 /* - */] = 2;
 for (let d = 48; d <= 57; d++) SYMBOL_CLASS[d] = 2;
 
+/** The parser's scratch stacks (it is synchronous and calls out to nothing, so one pair serves every call). */
+const ITEMS: Term[] = [];
+const OPENS: number[] = [];
+
 /**
  * Parse one term and tell whether the text was canonical, in one pass: no regex for the
  * common tokens (plain symbols, small integers, strings without escapes), which are the
@@ -104,8 +108,12 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
   if (text.length > limits.maxSentenceChars) {
     parseFail(`sentence is ${text.length} characters, over the limit maxSentenceChars=${limits.maxSentenceChars}`, -1);
   }
-  const stack: Term[][] = [];
-  let top: Term[] | undefined;
+  // Open lists' items sit flat in ITEMS, each list's first at OPENS[depth]; a closed list
+  // is sliced out at its exact size (a list grown by push keeps a 17-slot backing store).
+  const items = ITEMS;
+  const opens = OPENS;
+  items.length = 0;
+  opens.length = 0;
   let result: Term | undefined;
   let canonical = true;
   let i = 0;
@@ -118,20 +126,20 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
       i++;
       continue;
     }
-    if (result !== undefined && top === undefined) parseFail("unexpected text after the term", i);
-    if (c !== 41 && top !== undefined && top.length > 0 && text.charCodeAt(i - 1) !== SPACE) canonical = false; // items not one space apart
+    const depth = opens.length;
+    if (result !== undefined && depth === 0) parseFail("unexpected text after the term", i);
+    if (c !== 41 && depth > 0 && items.length > opens[depth - 1]! && text.charCodeAt(i - 1) !== SPACE) canonical = false; // items not one space apart
     let item: Term;
     if (c === 40 /* ( */) {
-      if (stack.length >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
-      top = [];
-      stack.push(top);
+      if (depth >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
+      opens.push(items.length);
       i++;
       continue;
     } else if (c === 41 /* ) */) {
-      const done = stack.pop();
-      if (!done) parseFail("unbalanced ')'", i);
-      top = stack.length > 0 ? stack[stack.length - 1] : undefined;
-      item = done;
+      if (depth === 0) parseFail("unbalanced ')'", i);
+      const first = opens.pop()!;
+      item = items.slice(first);
+      items.length = first;
       i++;
     } else if (c === 34 /* " */) {
       let j = i + 1;
@@ -171,11 +179,11 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
       if (item !== token) canonical = false;
       i = j;
     }
-    if (top !== undefined) top.push(item);
+    if (opens.length > 0) items.push(item);
     else if (result === undefined) result = item;
     else parseFail("more than one term", i);
   }
-  if (stack.length > 0) parseFail("unbalanced '('", n);
+  if (opens.length > 0) parseFail("unbalanced '('", n);
   if (result === undefined) parseFail("empty sentence", -1);
   return { term: result, canonical };
 }
