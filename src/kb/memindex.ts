@@ -169,42 +169,51 @@ const endsHere = (lv: Level) => lv.leafKey !== undefined || lv.leaves !== undefi
 class AtomTable {
   private readonly root = newLevel();
   /**
-   * The level of the atom `get` looked up last: a firing looks its conclusion up and then
-   * adds it, and the add reuses the walk. Only `remove` drops levels, and it clears this.
+   * Where `get` stopped on the atom it looked up last (the deepest level reached and its
+   * depth): a firing or an add looks its atom up and then adds it, and the add continues that
+   * walk instead of starting over. Levels are dropped only by `remove`, which clears this.
    */
   private lastAtom: List | undefined;
-  private lastLevel: Level | undefined;
+  private lastLevel: Level = this.root;
+  private lastDepth = 0;
 
-  /** The level whose leaves hold `atom`'s bucket (created on the way when `create`). */
-  private levelOf(atom: List, create: boolean): Level | undefined {
-    let lv = this.root;
+  get(atom: List): Bucket | undefined {
     const last = atom.length - 1;
-    for (let i = 0; i < last; i++) {
+    if (last < 0) throw new Error("invariant: an atom has a predicate");
+    let lv = this.root;
+    let i = 0;
+    for (; i < last; i++) {
+      const next = lv.kids?.get(argKey(atom[i]!));
+      if (next === undefined) break;
+      lv = next;
+    }
+    this.lastAtom = atom;
+    this.lastLevel = lv;
+    this.lastDepth = i;
+    return i < last ? undefined : leafGet(lv, argKey(atom[last]!));
+  }
+
+  /** Add n under its atom; returns the bucket as it was before (undefined when new). */
+  add(n: Node): Bucket | undefined {
+    const atom = n.atom;
+    const last = atom.length - 1;
+    if (last < 0) throw new Error("invariant: an atom has a predicate");
+    let lv = this.root;
+    let i = 0;
+    if (atom === this.lastAtom) {
+      lv = this.lastLevel;
+      i = this.lastDepth;
+    }
+    for (; i < last; i++) {
       const k = argKey(atom[i]!);
       let next = lv.kids?.get(k);
       if (next === undefined) {
-        if (!create) return undefined;
         next = newLevel();
         (lv.kids ??= new Map()).set(k, next);
       }
       lv = next;
     }
-    return lv;
-  }
-
-  get(atom: List): Bucket | undefined {
-    if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const lv = this.levelOf(atom, false);
-    this.lastAtom = atom;
-    this.lastLevel = lv;
-    return lv === undefined ? undefined : leafGet(lv, argKey(atom[atom.length - 1]!));
-  }
-
-  /** Add n under its atom; returns the bucket as it was before (undefined when new). */
-  add(n: Node): Bucket | undefined {
-    if (n.atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    const lv = (n.atom === this.lastAtom ? this.lastLevel : undefined) ?? this.levelOf(n.atom, true)!;
-    return leafAdd(lv, argKey(n.atom[n.atom.length - 1]!), n);
+    return leafAdd(lv, argKey(atom[last]!), n);
   }
 
   /** Levels below the root and leaf maps (what stays allocated; 0 once every atom is removed). */
@@ -220,7 +229,8 @@ class AtomTable {
   /** Remove n, dropping the levels it leaves empty (a retracted argument leaves no map behind). */
   remove(n: Node): void {
     this.lastAtom = undefined;
-    this.lastLevel = undefined;
+    this.lastLevel = this.root;
+    this.lastDepth = 0;
     const atom = n.atom;
     const path: Level[] = [this.root];
     const keys: string[] = [];
