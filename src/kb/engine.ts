@@ -131,6 +131,8 @@ class PredDecls {
  */
 export class DeclMemo {
   private readonly preds = new Map<string, PredDecls>();
+  /** The context name last found well-formed (a batch's entries mostly share one). */
+  context: string | undefined;
 
   of(pred: string): PredDecls {
     let d = this.preds.get(pred);
@@ -185,7 +187,7 @@ export class Engine {
   prepare(entry: AddEntry, removing: ReadonlySet<number> = NONE_REMOVED, batch: PreparedAdd[] = [], decls: DeclMemo = new DeclMemo()): PreparedAdd {
     if (entry === null || typeof entry !== "object") throw new KbError("shape", "an add entry must be {sentence, context, strength?}");
     if (typeof entry.sentence !== "string") throw new KbError("shape", "sentence must be text");
-    let ctx = checkContextName(entry.context);
+    let ctx = entry.context === decls.context ? decls.context : (decls.context = checkContextName(entry.context));
     const strength = entry.strength ?? "default";
     if (strength !== "default" && strength !== "monotonic") throw new KbError("shape", `strength must be "default" or "monotonic", got ${JSON.stringify(strength)}`);
     let mark: PremiseMark = strength === "monotonic" ? 2 : 1;
@@ -194,7 +196,7 @@ export class Engine {
     if (parsed.kind === "rule") {
       const text = canonical ? entry.sentence : printTerm(parsed.term);
       const rule: CompiledRule = compileRule(parsed.rule);
-      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx, decls);
+      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx, decls.of(lit.atom[0] as string));
       return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
     }
     const { neg, atom } = parsed.lit;
@@ -205,10 +207,11 @@ export class Engine {
       ctx = UNIVERSE; // forced into CxUniverse, monotonic topology (reference §2.1)
       mark = 2;
     }
-    this.checkArity(parsed.lit, ctx, decls);
-    if (!neg) this.checkFunctional(atom, ctx, removing, batch, decls);
-    this.checkTarget(atom, removing, decls);
-    if (!neg) this.checkLease(atom, removing, decls);
+    const d = decls.of(atom[0] as string);
+    this.checkArity(parsed.lit, ctx, d);
+    if (!neg) this.checkFunctional(atom, ctx, removing, batch, d);
+    this.checkTarget(atom, removing, d);
+    if (!neg) this.checkLease(atom, removing, d);
     // Canonical input text is kept as it is (its atom's text is the text, or inside `(not ...)`), not printed again.
     const akey = canonical ? (neg ? entry.sentence.slice(5, -1) : entry.sentence) : printTerm(atom);
     const text = canonical ? entry.sentence : neg ? `(not ${akey})` : akey;
@@ -264,8 +267,8 @@ export class Engine {
     return { problems, prepared };
   }
 
-  private declaredArity(pred: string, ctx: string, decls: DeclMemo): number | undefined {
-    const memo = decls.of(pred).arity;
+  private declaredArity(pred: string, ctx: string, decls: PredDecls): number | undefined {
+    const memo = decls.arity;
     const known = memo.get(ctx);
     if (known !== undefined) return known ?? undefined;
     const found = this.lookUpArity(pred, ctx);
@@ -286,7 +289,7 @@ export class Engine {
     return undefined;
   }
 
-  private checkArity(lit: Literal, ctx: string, decls: DeclMemo): void {
+  private checkArity(lit: Literal, ctx: string, decls: PredDecls): void {
     const pred = lit.atom[0] as string;
     const declared = this.declaredArity(pred, ctx, decls);
     const given = lit.atom.length - 1;
@@ -303,10 +306,10 @@ export class Engine {
     return false;
   }
 
-  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[], decls: DeclMemo): void {
+  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[], decls: PredDecls): void {
     const pred = atom[0] as string;
     if (atom.length < 3) return;
-    const functional = decls.of(pred).functional;
+    const functional = decls.functional;
     let marked = functional.get(ctx);
     if (marked === undefined) functional.set(ctx, (marked = this.isMarked("functional", pred, ctx)));
     if (!marked) return;
@@ -332,11 +335,10 @@ export class Engine {
    * while another agent holds a live lease on the same target (its UntilMs is still ahead
    * of the clock). An expired lease blocks nothing: expiry needs no write.
    */
-  private checkLease(atom: List, removing: ReadonlySet<number>, decls: DeclMemo): void {
+  private checkLease(atom: List, removing: ReadonlySet<number>, decls: PredDecls): void {
     const pred = atom[0] as string;
     if (atom.length !== 4) return;
-    const d = decls.of(pred);
-    if (!(d.lease ??= this.isMarked("leasePredicate", pred))) return;
+    if (!(decls.lease ??= this.isMarked("leasePredicate", pred))) return;
     const now = this.now();
     const until = Number(atom[3]);
     if (typeof atom[3] !== "string" || !Number.isFinite(until) || !/^[0-9]+$/.test(atom[3])) {
@@ -355,10 +357,9 @@ export class Engine {
   }
 
   /** A target-following meta-sentex must name stored targets (wire.md: never outlives nor predates its target). */
-  private checkTarget(atom: List, removing: ReadonlySet<number>, decls: DeclMemo): void {
+  private checkTarget(atom: List, removing: ReadonlySet<number>, decls: PredDecls): void {
     const pred = atom[0] as string;
-    const d = decls.of(pred);
-    if (!(d.targetFollowing ??= this.isMarked("targetFollowingPredicate", pred))) return;
+    if (!(decls.targetFollowing ??= this.isMarked("targetFollowingPredicate", pred))) return;
     const visit = (t: Term): void => {
       if (typeof t === "string") return;
       const h = handleOfTerm(t);

@@ -97,6 +97,8 @@ for (let d = 48; d <= 57; d++) SYMBOL_CLASS[d] = 2;
 /** The parser's scratch stacks (it is synchronous and calls out to nothing, so one pair serves every call). */
 const ITEMS: Term[] = [];
 const OPENS: number[] = [];
+/** Scratch items kept between calls (beyond it, ITEMS is dropped at the next call). */
+const SCRATCH_KEPT = 4096;
 
 /**
  * Parse one term and tell whether the text was canonical, in one pass: no regex for the
@@ -108,12 +110,15 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
   if (text.length > limits.maxSentenceChars) {
     parseFail(`sentence is ${text.length} characters, over the limit maxSentenceChars=${limits.maxSentenceChars}`, -1);
   }
-  // Open lists' items sit flat in ITEMS, each list's first at OPENS[depth]; a closed list
-  // is sliced out at its exact size (a list grown by push keeps a 17-slot backing store).
+  // Open lists' items sit flat in ITEMS[0, top), each list's first at OPENS[depth]; a closed
+  // list is sliced out at its exact size (a list grown by push keeps a 17-slot backing
+  // store). The tops are counters: setting an array's length is a runtime call.
   const items = ITEMS;
   const opens = OPENS;
-  items.length = 0;
-  opens.length = 0;
+  if (items.length > SCRATCH_KEPT) items.length = 0; // what a huge sentence left is not held on to
+  if (opens.length > SCRATCH_KEPT) opens.length = 0;
+  let top = 0;
+  let depth = 0;
   let result: Term | undefined;
   let canonical = true;
   let i = 0;
@@ -126,20 +131,19 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
       i++;
       continue;
     }
-    const depth = opens.length;
     if (result !== undefined && depth === 0) parseFail("unexpected text after the term", i);
-    if (c !== 41 && depth > 0 && items.length > opens[depth - 1]! && text.charCodeAt(i - 1) !== SPACE) canonical = false; // items not one space apart
+    if (c !== 41 && depth > 0 && top > opens[depth - 1]! && text.charCodeAt(i - 1) !== SPACE) canonical = false; // items not one space apart
     let item: Term;
     if (c === 40 /* ( */) {
       if (depth >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
-      opens.push(items.length);
+      opens[depth++] = top;
       i++;
       continue;
     } else if (c === 41 /* ) */) {
       if (depth === 0) parseFail("unbalanced ')'", i);
-      const first = opens.pop()!;
-      item = items.slice(first);
-      items.length = first;
+      const first = opens[--depth]!;
+      item = items.slice(first, top);
+      top = first;
       i++;
     } else if (c === 34 /* " */) {
       let j = i + 1;
@@ -179,11 +183,11 @@ export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_
       if (item !== token) canonical = false;
       i = j;
     }
-    if (opens.length > 0) items.push(item);
+    if (depth > 0) items[top++] = item;
     else if (result === undefined) result = item;
     else parseFail("more than one term", i);
   }
-  if (opens.length > 0) parseFail("unbalanced '('", n);
+  if (depth > 0) parseFail("unbalanced '('", n);
   if (result === undefined) parseFail("empty sentence", -1);
   return { term: result, canonical };
 }
