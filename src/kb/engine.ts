@@ -167,6 +167,8 @@ export class Engine {
   private derivations = 0;
   private bounded: Bounded | undefined;
   private writeSeq = 0;
+  /** The clock as this write first read it: every createdAt one write sets is the same time. */
+  private writeAt: number | undefined;
   private topologyChanged = false;
   /** Nodes outside the settling region found to need relabelling (see relabel). */
   private widening = new Set<Node>();
@@ -429,7 +431,7 @@ export class Engine {
       if (existing.premise < a.mark) {
         if (existing.premise === 0 && existing.creator === null) {
           existing.creator = a.creator;
-          existing.createdAt = this.now();
+          existing.createdAt = this.writeTime();
         }
         existing.premise = a.mark;
         this.updated.add(existing);
@@ -494,7 +496,7 @@ export class Engine {
     const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey ?? printTerm(atom))) : undefined;
     if (reused) [h, seq] = reused;
     else h = this.nextHandle++;
-    const n = new Node(h, ctx, neg, atom, akey, rule, mark, mark === 0 ? null : creator, mark === 0 ? 0 : this.now(), seq);
+    const n = new Node(h, ctx, neg, atom, akey, rule, mark, mark === 0 ? null : creator, mark === 0 ? 0 : this.writeTime(), seq);
     this.index.add(n);
     if (rule) this.indexRule(n);
     n.writeNo = this.writeNo;
@@ -546,7 +548,13 @@ export class Engine {
     this.derivations = 0;
     this.bounded = undefined;
     this.writeSeq = seq;
+    this.writeAt = undefined;
     this.topologyChanged = false;
+  }
+
+  /** The write's time, read from the clock once per write (not once per sentex it creates). */
+  private writeTime(): number {
+    return (this.writeAt ??= this.now());
   }
 
   private endWrite(addedHandles: number[], createdFlags: boolean[]): WriteOutcome {
