@@ -384,12 +384,9 @@ export class Engine {
     this.beginWrite(seq);
     const addedHandles: number[] = [];
     const createdFlags: boolean[] = [];
-    const seeds = new Set<Node>();
-    for (const a of adds) {
-      const [n, created] = this.applyAdd(a, seeds);
-      addedHandles.push(n.h);
-      createdFlags.push(created);
-    }
+    // The seeds may repeat a node: settle's region takes each once, at its first place.
+    let seeds: Node[] = [];
+    for (const a of adds) this.applyAdd(a, seeds, addedHandles, createdFlags);
     let retracting: Node[] = [];
     for (const h of removes) {
       const n = this.index.byHandle.get(h);
@@ -405,10 +402,10 @@ export class Engine {
         if (!this.removalReason.has(n)) this.removalReason.set(n, reason);
         if (n.atom[0] === "genlCx" && this.topology.removeEdge(n.atom[1] as string, n.atom[2] as string)) this.topologyChanged = true;
         this.seedMaskTarget(n, seeds);
-        seeds.add(n);
+        seeds.push(n);
       }
       this.settle(seeds);
-      seeds.clear();
+      seeds = [];
       // K-cascade: every marked meta-sentex naming a sentex that left the store goes too.
       const next: Node[] = [];
       for (; cascadedUpTo < this.deletedNodes.length; cascadedUpTo++) {
@@ -425,7 +422,8 @@ export class Engine {
     return this.endWrite(addedHandles, createdFlags);
   }
 
-  private applyAdd(a: PreparedAdd, seeds: Set<Node>): [Node, boolean] {
+  /** Apply one add: its handle and whether it stored a new sentex go to `handles` and `createdFlags`. */
+  private applyAdd(a: PreparedAdd, seeds: Node[], handles: number[], createdFlags: boolean[]): void {
     const existing = this.index.find(a.ctx, a.neg, a.atom);
     if (existing) {
       if (existing.premise < a.mark) {
@@ -435,9 +433,11 @@ export class Engine {
         }
         existing.premise = a.mark;
         this.updated.add(existing);
-        seeds.add(existing);
+        seeds.push(existing);
       }
-      return [existing, false];
+      handles.push(existing.h);
+      createdFlags.push(false);
+      return;
     }
     const n = this.newNode(a.ctx, a.neg, a.atom, a.akey, a.rule, a.mark, a.creator);
     if (a.atom[0] === "genlCx" && !a.neg) {
@@ -445,8 +445,9 @@ export class Engine {
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, n.h)) this.topologyChanged = true;
     }
     this.seedMaskTarget(n, seeds);
-    seeds.add(n);
-    return [n, true];
+    seeds.push(n);
+    handles.push(n.h);
+    createdFlags.push(true);
   }
 
   /**
@@ -471,11 +472,11 @@ export class Engine {
   }
 
   /** A mask added or removed moves what its target supports where the mask is seen. */
-  private seedMaskTarget(n: Node, seeds: Set<Node>): void {
+  private seedMaskTarget(n: Node, seeds: Node[]): void {
     if (n.atom[0] !== "except" || n.neg) return;
     const h = handleOfTerm(n.atom[1]!);
     const target = h === undefined ? undefined : this.index.byHandle.get(h);
-    if (target) seeds.add(target);
+    if (target) seeds.push(target);
   }
 
   /**
@@ -594,7 +595,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- settle
 
-  private settle(seeds: Set<Node>): void {
+  private settle(seeds: readonly Node[]): void {
     let region: Region;
     if (this.topologyChanged) {
       region = new Region();
@@ -912,7 +913,7 @@ export class Engine {
     // Inert premises are IN right away; everything else settles together.
     for (const n of premises) if (this.isInert(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
     this.topologyChanged = true;
-    this.settle(new Set());
+    this.settle([]);
     const stale: number[] = [];
     for (const [h] of this.reuse.values()) if (this.index.byHandle.get(h)?.premise !== 0) stale.push(h);
     this.reuse = undefined;
