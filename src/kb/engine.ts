@@ -23,7 +23,7 @@
  * that is not inert (inert = a premise no rule reads and nothing opposes).
  */
 import { KbError, type Problem } from "./errors.js";
-import { type List, type Term, printTerm, parseTerm, isSymbol, handleOfTerm, stringAtom, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
+import { type List, type Term, printTerm, parseTerm, parseTermText, isSymbol, handleOfTerm, stringAtom, type ParseLimits, DEFAULT_PARSE_LIMITS } from "./term.js";
 import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { Topology, UNIVERSE } from "./contexts.js";
 import { MemIndex } from "./memindex.js";
@@ -102,6 +102,45 @@ export interface Clash {
   sides: [Node, Node];
 }
 
+/** Markers that declare a predicate's arity, each with the arity it declares (null: read from `(arity P N)`). */
+const ARITY_MARKERS: readonly (readonly [string, number | null])[] = [
+  ["arity", null],
+  ["unaryPredicate", 1],
+  ["binaryPredicate", 2],
+  ["ternaryPredicate", 3],
+  ["quaternaryPredicate", 4],
+];
+
+const NONE_REMOVED: ReadonlySet<number> = new Set();
+
+/** What one check has looked up about one predicate's declarations (see DeclMemo). */
+class PredDecls {
+  /** Declared arity where each context is (null: none). */
+  readonly arity = new Map<string, number | null>();
+  /** Whether it is functional where each context is. */
+  readonly functional = new Map<string, boolean>();
+  lease: boolean | undefined;
+  targetFollowing: boolean | undefined;
+}
+
+/**
+ * The declarations one check has looked up, by predicate: the KB does not change while a
+ * batch is checked, so each is looked up once per batch, not once per entry. Keyed by the
+ * predicate and context strings themselves, never by a concatenation (a fresh string would
+ * be hashed on every lookup).
+ */
+export class DeclMemo {
+  private readonly preds = new Map<string, PredDecls>();
+  /** The context name last found well-formed (a batch's entries mostly share one). */
+  context: string | undefined;
+
+  of(pred: string): PredDecls {
+    let d = this.preds.get(pred);
+    if (d === undefined) this.preds.set(pred, (d = new PredDecls()));
+    return d;
+  }
+}
+
 export class Engine {
   readonly index = new MemIndex();
   readonly topology = new Topology();
@@ -128,6 +167,8 @@ export class Engine {
   private derivations = 0;
   private bounded: Bounded | undefined;
   private writeSeq = 0;
+  /** The clock as this write first read it: every createdAt one write sets is the same time. */
+  private writeAt: number | undefined;
   private topologyChanged = false;
   /** Nodes outside the settling region found to need relabelling (see relabel). */
   private widening = new Set<Node>();
@@ -145,19 +186,19 @@ export class Engine {
    * Parse and check one add against the KB as it stands (minus the handles `removing`).
    * Throws a KbError; returns the prepared entry.
    */
-  prepare(entry: AddEntry, removing: ReadonlySet<number> = new Set(), batch: PreparedAdd[] = []): PreparedAdd {
+  prepare(entry: AddEntry, removing: ReadonlySet<number> = NONE_REMOVED, batch: PreparedAdd[] = [], decls: DeclMemo = new DeclMemo()): PreparedAdd {
     if (entry === null || typeof entry !== "object") throw new KbError("shape", "an add entry must be {sentence, context, strength?}");
     if (typeof entry.sentence !== "string") throw new KbError("shape", "sentence must be text");
-    let ctx = checkContextName(entry.context);
+    let ctx = entry.context === decls.context ? decls.context : (decls.context = checkContextName(entry.context));
     const strength = entry.strength ?? "default";
     if (strength !== "default" && strength !== "monotonic") throw new KbError("shape", `strength must be "default" or "monotonic", got ${JSON.stringify(strength)}`);
     let mark: PremiseMark = strength === "monotonic" ? 2 : 1;
-    const term = parseTerm(entry.sentence, this.limits);
+    const { term, canonical } = parseTermText(entry.sentence, this.limits);
     const parsed = sentenceShape(term);
     if (parsed.kind === "rule") {
-      const text = printTerm(parsed.term);
+      const text = canonical ? entry.sentence : printTerm(parsed.term);
       const rule: CompiledRule = compileRule(parsed.rule);
-      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx);
+      for (const lit of [...rule.antecedents, rule.consequent]) this.checkArity(lit, ctx, decls.of(lit.atom[0] as string));
       return { ctx, neg: false, atom: parsed.term, akey: text, text, rule, mark, creator: entry.creator ?? null };
     }
     const { neg, atom } = parsed.lit;
@@ -168,12 +209,15 @@ export class Engine {
       ctx = UNIVERSE; // forced into CxUniverse, monotonic topology (reference §2.1)
       mark = 2;
     }
-    this.checkArity(parsed.lit, ctx);
-    if (!neg) this.checkFunctional(atom, ctx, removing, batch);
-    this.checkTarget(atom, removing);
-    if (!neg) this.checkLease(atom, removing);
-    const akey = printTerm(atom);
-    return { ctx, neg, atom, akey, text: neg ? `(not ${akey})` : akey, rule: null, mark, creator: entry.creator ?? null };
+    const d = decls.of(atom[0] as string);
+    this.checkArity(parsed.lit, ctx, d);
+    if (!neg) this.checkFunctional(atom, ctx, removing, batch, d);
+    this.checkTarget(atom, removing, d);
+    if (!neg) this.checkLease(atom, removing, d);
+    // Canonical input text is kept as it is (its atom's text is the text, or inside `(not ...)`), not printed again.
+    const akey = canonical ? (neg ? entry.sentence.slice(5, -1) : entry.sentence) : printTerm(atom);
+    const text = canonical ? entry.sentence : neg ? `(not ${akey})` : akey;
+    return { ctx, neg, atom, akey, text, rule: null, mark, creator: entry.creator ?? null };
   }
 
   /**
@@ -213,9 +257,10 @@ export class Engine {
       } else removing.add(h);
     });
     const prepared: PreparedAdd[] = [];
+    const decls = new DeclMemo();
     add.forEach((entry, index) => {
       try {
-        prepared.push(this.prepare(entry, removing, prepared));
+        prepared.push(this.prepare(entry, removing, prepared, decls));
       } catch (e) {
         if (!(e instanceof KbError)) throw e;
         problems.push({ type: e.type, error: e.message, in: "add", index });
@@ -224,16 +269,18 @@ export class Engine {
     return { problems, prepared };
   }
 
-  private declaredArity(pred: string, ctx: string): number | undefined {
+  private declaredArity(pred: string, ctx: string, decls: PredDecls): number | undefined {
+    const memo = decls.arity;
+    const known = memo.get(ctx);
+    if (known !== undefined) return known ?? undefined;
+    const found = this.lookUpArity(pred, ctx);
+    memo.set(ctx, found ?? null);
+    return found;
+  }
+
+  private lookUpArity(pred: string, ctx: string): number | undefined {
     const cone = this.topology.up(ctx);
-    const markers: [string, number | null][] = [
-      ["arity", null],
-      ["unaryPredicate", 1],
-      ["binaryPredicate", 2],
-      ["ternaryPredicate", 3],
-      ["quaternaryPredicate", 4],
-    ];
-    for (const [marker, n] of markers) {
+    for (const [marker, n] of ARITY_MARKERS) {
       for (const m of this.index.candidates(marker, [marker, pred])) {
         if (m.label === OUT || !cone.has(m.ctx) || m.atom[1] !== pred) continue;
         if (n !== null) return n;
@@ -244,9 +291,9 @@ export class Engine {
     return undefined;
   }
 
-  private checkArity(lit: Literal, ctx: string): void {
+  private checkArity(lit: Literal, ctx: string, decls: PredDecls): void {
     const pred = lit.atom[0] as string;
-    const declared = this.declaredArity(pred, ctx);
+    const declared = this.declaredArity(pred, ctx, decls);
     const given = lit.atom.length - 1;
     if (declared !== undefined && declared !== given) {
       throw new KbError("arity", `${pred} takes ${declared} argument${declared === 1 ? "" : "s"} where ${ctx} is, got ${given}: ${printTerm(lit.atom)}`);
@@ -261,9 +308,13 @@ export class Engine {
     return false;
   }
 
-  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[]): void {
+  private checkFunctional(atom: List, ctx: string, removing: ReadonlySet<number>, batch: readonly PreparedAdd[], decls: PredDecls): void {
     const pred = atom[0] as string;
-    if (atom.length < 3 || !this.isMarked("functional", pred, ctx)) return;
+    if (atom.length < 3) return;
+    const functional = decls.functional;
+    let marked = functional.get(ctx);
+    if (marked === undefined) functional.set(ctx, (marked = this.isMarked("functional", pred, ctx)));
+    if (!marked) return;
     const value = atom[2]!;
     if (isSymbol(value) || typeof value !== "string") return; // symbols merge by equality; only other values clash
     const cone = this.topology.up(ctx);
@@ -286,9 +337,10 @@ export class Engine {
    * while another agent holds a live lease on the same target (its UntilMs is still ahead
    * of the clock). An expired lease blocks nothing: expiry needs no write.
    */
-  private checkLease(atom: List, removing: ReadonlySet<number>): void {
+  private checkLease(atom: List, removing: ReadonlySet<number>, decls: PredDecls): void {
     const pred = atom[0] as string;
-    if (atom.length !== 4 || !this.isMarked("leasePredicate", pred)) return;
+    if (atom.length !== 4) return;
+    if (!(decls.lease ??= this.isMarked("leasePredicate", pred))) return;
     const now = this.now();
     const until = Number(atom[3]);
     if (typeof atom[3] !== "string" || !Number.isFinite(until) || !/^[0-9]+$/.test(atom[3])) {
@@ -307,9 +359,9 @@ export class Engine {
   }
 
   /** A target-following meta-sentex must name stored targets (wire.md: never outlives nor predates its target). */
-  private checkTarget(atom: List, removing: ReadonlySet<number>): void {
+  private checkTarget(atom: List, removing: ReadonlySet<number>, decls: PredDecls): void {
     const pred = atom[0] as string;
-    if (!this.isMarked("targetFollowingPredicate", pred)) return;
+    if (!(decls.targetFollowing ??= this.isMarked("targetFollowingPredicate", pred))) return;
     const visit = (t: Term): void => {
       if (typeof t === "string") return;
       const h = handleOfTerm(t);
@@ -332,12 +384,9 @@ export class Engine {
     this.beginWrite(seq);
     const addedHandles: number[] = [];
     const createdFlags: boolean[] = [];
-    const seeds = new Set<Node>();
-    for (const a of adds) {
-      const [n, created] = this.applyAdd(a, seeds);
-      addedHandles.push(n.h);
-      createdFlags.push(created);
-    }
+    // The seeds may repeat a node: settle's region takes each once, at its first place.
+    let seeds: Node[] = [];
+    for (const a of adds) this.applyAdd(a, seeds, addedHandles, createdFlags);
     let retracting: Node[] = [];
     for (const h of removes) {
       const n = this.index.byHandle.get(h);
@@ -353,10 +402,10 @@ export class Engine {
         if (!this.removalReason.has(n)) this.removalReason.set(n, reason);
         if (n.atom[0] === "genlCx" && this.topology.removeEdge(n.atom[1] as string, n.atom[2] as string)) this.topologyChanged = true;
         this.seedMaskTarget(n, seeds);
-        seeds.add(n);
+        seeds.push(n);
       }
       this.settle(seeds);
-      seeds.clear();
+      seeds = [];
       // K-cascade: every marked meta-sentex naming a sentex that left the store goes too.
       const next: Node[] = [];
       for (; cascadedUpTo < this.deletedNodes.length; cascadedUpTo++) {
@@ -373,19 +422,22 @@ export class Engine {
     return this.endWrite(addedHandles, createdFlags);
   }
 
-  private applyAdd(a: PreparedAdd, seeds: Set<Node>): [Node, boolean] {
+  /** Apply one add: its handle and whether it stored a new sentex go to `handles` and `createdFlags`. */
+  private applyAdd(a: PreparedAdd, seeds: Node[], handles: number[], createdFlags: boolean[]): void {
     const existing = this.index.find(a.ctx, a.neg, a.atom);
     if (existing) {
       if (existing.premise < a.mark) {
         if (existing.premise === 0 && existing.creator === null) {
           existing.creator = a.creator;
-          existing.createdAt = this.now();
+          existing.createdAt = this.writeTime();
         }
         existing.premise = a.mark;
         this.updated.add(existing);
-        seeds.add(existing);
+        seeds.push(existing);
       }
-      return [existing, false];
+      handles.push(existing.h);
+      createdFlags.push(false);
+      return;
     }
     const n = this.newNode(a.ctx, a.neg, a.atom, a.akey, a.rule, a.mark, a.creator);
     if (a.atom[0] === "genlCx" && !a.neg) {
@@ -393,8 +445,9 @@ export class Engine {
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, n.h)) this.topologyChanged = true;
     }
     this.seedMaskTarget(n, seeds);
-    seeds.add(n);
-    return [n, true];
+    seeds.push(n);
+    handles.push(n.h);
+    createdFlags.push(true);
   }
 
   /**
@@ -419,11 +472,11 @@ export class Engine {
   }
 
   /** A mask added or removed moves what its target supports where the mask is seen. */
-  private seedMaskTarget(n: Node, seeds: Set<Node>): void {
+  private seedMaskTarget(n: Node, seeds: Node[]): void {
     if (n.atom[0] !== "except" || n.neg) return;
     const h = handleOfTerm(n.atom[1]!);
     const target = h === undefined ? undefined : this.index.byHandle.get(h);
-    if (target) seeds.add(target);
+    if (target) seeds.push(target);
   }
 
   /**
@@ -444,7 +497,7 @@ export class Engine {
     const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey ?? printTerm(atom))) : undefined;
     if (reused) [h, seq] = reused;
     else h = this.nextHandle++;
-    const n = new Node(h, ctx, neg, atom, akey, rule, mark, mark === 0 ? null : creator, mark === 0 ? 0 : this.now(), seq);
+    const n = new Node(h, ctx, neg, atom, akey, rule, mark, mark === 0 ? null : creator, mark === 0 ? 0 : this.writeTime(), seq);
     this.index.add(n);
     if (rule) this.indexRule(n);
     n.writeNo = this.writeNo;
@@ -496,7 +549,13 @@ export class Engine {
     this.derivations = 0;
     this.bounded = undefined;
     this.writeSeq = seq;
+    this.writeAt = undefined;
     this.topologyChanged = false;
+  }
+
+  /** The write's time, read from the clock once per write (not once per sentex it creates). */
+  private writeTime(): number {
+    return (this.writeAt ??= this.now());
   }
 
   private endWrite(addedHandles: number[], createdFlags: boolean[]): WriteOutcome {
@@ -536,7 +595,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- settle
 
-  private settle(seeds: Set<Node>): void {
+  private settle(seeds: readonly Node[]): void {
     let region: Region;
     if (this.topologyChanged) {
       region = new Region();
@@ -854,7 +913,7 @@ export class Engine {
     // Inert premises are IN right away; everything else settles together.
     for (const n of premises) if (this.isInert(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
     this.topologyChanged = true;
-    this.settle(new Set());
+    this.settle([]);
     const stale: number[] = [];
     for (const [h] of this.reuse.values()) if (this.index.byHandle.get(h)?.premise !== 0) stale.push(h);
     this.reuse = undefined;

@@ -73,68 +73,147 @@ function parseFail(message: string, at: number): never {
  * `parse-error`, never a stack overflow; every token is checked against the syntax.
  */
 export function parseTerm(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS): Term {
+  return parseTermText(text, limits).term;
+}
+
+/** A parsed term, and whether the text it came from is already its canonical text. */
+export interface ParsedText {
+  term: Term;
+  /** True when `printTerm(term) === text`: the caller may keep the text instead of printing. */
+  canonical: boolean;
+}
+
+const SPACE = 32;
+const isBlank = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+/** Characters that end an atom token: blanks, parens and the string quote. */
+const isDelimiter = (c: number) => c === 32 || c === 9 || c === 10 || c === 13 || c === 40 || c === 41 || c === 34;
+
+/** ASCII classes of SYMBOL_RE: 1 = may start a symbol (digits and `-` aside, see atomAt), 2 = may continue one. */
+const SYMBOL_CLASS = new Uint8Array(128);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_+*/<>=!&%$#@~^|.:'") SYMBOL_CLASS[c.charCodeAt(0)] = 3;
+SYMBOL_CLASS[45 /* - */] = 2;
+for (let d = 48; d <= 57; d++) SYMBOL_CLASS[d] = 2;
+
+/** The parser's scratch stacks (it is synchronous and calls out to nothing, so one pair serves every call). */
+const ITEMS: Term[] = [];
+const OPENS: number[] = [];
+/** Scratch items kept between calls (beyond it, ITEMS is dropped at the next call). */
+const SCRATCH_KEPT = 4096;
+
+/**
+ * Parse one term and tell whether the text was canonical, in one pass: no regex for the
+ * common tokens (plain symbols, small integers, strings without escapes), which are the
+ * text's own slices; anything else goes through the full checks of `atomOf`.
+ */
+export function parseTermText(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS): ParsedText {
   if (typeof text !== "string") parseFail("a sentence must be text", -1);
   if (text.length > limits.maxSentenceChars) {
     parseFail(`sentence is ${text.length} characters, over the limit maxSentenceChars=${limits.maxSentenceChars}`, -1);
   }
-  const stack: Term[][] = [];
+  // Open lists' items sit flat in ITEMS[0, top), each list's first at OPENS[depth]; a closed
+  // list is sliced out at its exact size (a list grown by push keeps a 17-slot backing
+  // store). The tops are counters: setting an array's length is a runtime call.
+  const items = ITEMS;
+  const opens = OPENS;
+  if (items.length > SCRATCH_KEPT) items.length = 0; // what a huge sentence left is not held on to
+  if (opens.length > SCRATCH_KEPT) opens.length = 0;
+  let top = 0;
+  let depth = 0;
   let result: Term | undefined;
+  let canonical = true;
   let i = 0;
   const n = text.length;
-  const emit = (t: Term, at: number) => {
-    if (stack.length > 0) stack[stack.length - 1]!.push(t);
-    else if (result === undefined) result = t;
-    else parseFail("more than one term", at);
-  };
   while (i < n) {
     const c = text.charCodeAt(i);
-    if (c === 32 || c === 9 || c === 10 || c === 13) {
+    if (isBlank(c)) {
+      // Canonical text has one plain space between two items, nowhere else.
+      if (c !== SPACE || i === 0 || text.charCodeAt(i - 1) === 40 || i + 1 === n || isBlank(text.charCodeAt(i + 1)) || text.charCodeAt(i + 1) === 41) canonical = false;
       i++;
       continue;
     }
-    if (result !== undefined && stack.length === 0) parseFail("unexpected text after the term", i);
+    if (result !== undefined && depth === 0) parseFail("unexpected text after the term", i);
+    if (c !== 41 && depth > 0 && top > opens[depth - 1]! && text.charCodeAt(i - 1) !== SPACE) canonical = false; // items not one space apart
+    let item: Term;
     if (c === 40 /* ( */) {
-      if (stack.length >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
-      stack.push([]);
+      if (depth >= limits.maxNestingDepth) parseFail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, i);
+      opens[depth++] = top;
       i++;
+      continue;
     } else if (c === 41 /* ) */) {
-      const done = stack.pop();
-      if (!done) parseFail("unbalanced ')'", i);
-      emit(done, i);
+      if (depth === 0) parseFail("unbalanced ')'", i);
+      const first = opens[--depth]!;
+      item = items.slice(first, top);
+      top = first;
       i++;
     } else if (c === 34 /* " */) {
       let j = i + 1;
+      let plain = true; // no escape, no control character, no surrogate: the slice is the atom
       while (j < n) {
         const d = text.charCodeAt(j);
-        if (d === 92 /* \ */) j += 2;
-        else if (d === 34) break;
-        else j++;
+        if (d === 92 /* \ */) {
+          plain = false;
+          j += 2;
+        } else if (d === 34) break;
+        else {
+          if (d < 32 || (d >= 0xd800 && d <= 0xdfff)) plain = false;
+          j++;
+        }
       }
       if (j >= n) parseFail("unterminated string", i);
-      let value: string;
-      try {
-        value = JSON.parse(text.slice(i, j + 1)) as string;
-      } catch {
-        parseFail("bad string escape", i);
+      const raw = text.slice(i, j + 1);
+      if (plain) item = raw;
+      else {
+        let value: string;
+        try {
+          value = JSON.parse(raw) as string;
+        } catch {
+          parseFail("bad string escape", i);
+        }
+        item = stringAtom(value);
+        if (item !== raw) canonical = false;
       }
-      emit(stringAtom(value), i);
       i = j + 1;
     } else if (c === 59 /* ; */) {
       parseFail("';' is not allowed inside a sentence", i);
     } else {
-      let j = i;
-      while (j < n) {
-        const d = text.charCodeAt(j);
-        if (d === 32 || d === 9 || d === 10 || d === 13 || d === 40 || d === 41 || d === 34) break;
-        j++;
-      }
-      emit(atomOf(text.slice(i, j), i), i);
+      let j = i + 1;
+      while (j < n && !isDelimiter(text.charCodeAt(j))) j++;
+      const token = text.slice(i, j);
+      item = plainAtom(text, i, j) ? token : atomOf(token, i);
+      if (item !== token) canonical = false;
       i = j;
     }
+    if (depth > 0) items[top++] = item;
+    else if (result === undefined) result = item;
+    else parseFail("more than one term", i);
   }
-  if (stack.length > 0) parseFail("unbalanced '('", n);
+  if (depth > 0) parseFail("unbalanced '('", n);
   if (result === undefined) parseFail("empty sentence", -1);
-  return result;
+  return { term: result, canonical };
+}
+
+/**
+ * Whether text[i, j) is an atom that is its own canonical text and needs no further check:
+ * a symbol that starts with neither a digit nor `-`, or an integer of at most 15 digits
+ * with no leading zero. Anything else (variables too) is for `atomOf`.
+ */
+function plainAtom(text: string, i: number, j: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 128 && SYMBOL_CLASS[c] === 3) {
+    for (let k = i + 1; k < j; k++) {
+      const d = text.charCodeAt(k);
+      if (d >= 128 || SYMBOL_CLASS[d] === 0) return false;
+    }
+    return true;
+  }
+  if (c >= 49 && c <= 57 && j - i <= 15) {
+    for (let k = i + 1; k < j; k++) {
+      const d = text.charCodeAt(k);
+      if (d < 48 || d > 57) return false;
+    }
+    return true;
+  }
+  return c === 48 && j === i + 1;
 }
 
 function atomOf(token: string, at: number): Atom {
@@ -166,7 +245,10 @@ export function printTerm(t: Term): string {
 }
 
 /** Parse then print: the canonical text of any accepted sentence text. */
-export const canonicalText = (text: string, limits?: ParseLimits): string => printTerm(parseTerm(text, limits));
+export function canonicalText(text: string, limits?: ParseLimits): string {
+  const parsed = parseTermText(text, limits);
+  return parsed.canonical ? text : printTerm(parsed.term);
+}
 
 /** True when no variable occurs in t. */
 export function isGround(t: Term): boolean {

@@ -11,18 +11,26 @@ const atomArb: fc.Arbitrary<List> = fc.letrec<{ term: Term; atom: List }>((tie) 
 
 describe("the identity index (atoms by structure)", () => {
   it("finds exactly the nodes whose atom prints the same, and keeps no map once they are all removed", () => {
+    // `lookFirst`: the add is looked up first (the add continues that lookup's walk), and made
+    // only after the next add, so the walk it continues may have grown meanwhile.
     fc.assert(
-      fc.property(fc.array(fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB")), { maxLength: 30 }), fc.array(fc.nat(), { maxLength: 30 }), (adds, removals) => {
+      fc.property(fc.array(fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB"), fc.boolean()), { maxLength: 30 }), fc.array(fc.nat(), { maxLength: 30 }), (adds, removals) => {
         const index = new MemIndex();
         const ref = new Map<string, Node>();
         let h = 1;
-        for (const [atom, neg, ctx] of adds) {
+        let deferred: Node | undefined;
+        for (const [atom, neg, ctx, lookFirst] of adds) {
           const key = `${ctx} ${neg} ${printTerm(atom)}`;
           if (ref.has(key)) continue;
           const n = new Node(h++, ctx, neg, atom, undefined, null, 1, null, 0, 0);
-          index.add(n);
           ref.set(key, n);
+          if (lookFirst) expect(index.find(ctx, neg, atom)).toBeUndefined();
+          if (deferred) index.add(deferred);
+          deferred = undefined;
+          if (lookFirst) deferred = n;
+          else index.add(n);
         }
+        if (deferred) index.add(deferred);
         const check = () => {
           for (const [atom, neg, ctx] of adds) {
             // A structurally equal copy, not the stored array: lookup is by structure.

@@ -181,3 +181,109 @@ describe("round-trip properties (d)", () => {
     );
   });
 });
+
+// ------------------------------------------------------------------ the one-pass parser against a reference
+
+/**
+ * The straightforward parser the one-pass `parseTermText` replaced, kept here as the oracle:
+ * every token through the regexes, every string through JSON.parse and JSON.stringify.
+ */
+function referenceParse(text: string, limits = DEFAULT_PARSE_LIMITS): Term {
+  const fail = (message: string, at: number): never => {
+    throw new KbError("parse-error", at >= 0 ? `${message} at offset ${at}` : message);
+  };
+  if (text.length > limits.maxSentenceChars) fail(`sentence is ${text.length} characters, over the limit maxSentenceChars=${limits.maxSentenceChars}`, -1);
+  const atom = (token: string, at: number): string => {
+    if (token.startsWith("?")) return /^\?[A-Za-z_][A-Za-z0-9_-]*$/.test(token) ? token : fail(`bad variable ${JSON.stringify(token)}`, at);
+    if (/^-?[0-9]+$/.test(token)) {
+      const t = BigInt(token).toString();
+      return t === "-0" ? "0" : t;
+    }
+    if (/^-?(?:[0-9]+\.[0-9]+|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]+)$/.test(token) && Number.isFinite(Number(token))) {
+      const v = Number(token);
+      return Object.is(v, -0) ? "0" : String(v);
+    }
+    if (/^-?[0-9]/.test(token)) fail(`bad number ${JSON.stringify(token)}`, at);
+    return /^[A-Za-z_+*/<>=!&%$#@~^|.:'-][A-Za-z0-9_+*/<>=!&%$#@~^|.:'-]*$/.test(token) ? token : fail(`bad symbol ${JSON.stringify(token.slice(0, 64))}`, at);
+  };
+  const stack: Term[][] = [];
+  let result: Term | undefined;
+  const tokens = /\s+|\(|\)|"(?:[^"\\]|\\.)*"?|;|[^\s()"]+/gy;
+  for (let m = tokens.exec(text); m && m[0] !== ""; m = tokens.exec(text)) {
+    const [tok] = m;
+    const at = m.index;
+    if (/^\s/.test(tok) && /^[ \t\n\r]+$/.test(tok)) continue;
+    if (result !== undefined && stack.length === 0) fail("unexpected text after the term", at);
+    let item: Term;
+    if (tok === "(") {
+      if (stack.length >= limits.maxNestingDepth) fail(`nesting deeper than the limit maxNestingDepth=${limits.maxNestingDepth}`, at);
+      stack.push([]);
+      continue;
+    } else if (tok === ")") {
+      item = stack.pop() ?? fail("unbalanced ')'", at);
+    } else if (tok.startsWith('"')) {
+      if (tok.length < 2 || !tok.endsWith('"') || /(^|[^\\])(\\\\)*\\"$/.test(tok)) fail("unterminated string", at);
+      let value: string;
+      try {
+        value = JSON.parse(tok) as string;
+      } catch {
+        return fail("bad string escape", at);
+      }
+      item = JSON.stringify(value);
+    } else if (tok === ";") {
+      return fail("';' is not allowed inside a sentence", at);
+    } else item = atom(tok, at);
+    if (stack.length > 0) stack[stack.length - 1]!.push(item);
+    else result = item;
+  }
+  if (stack.length > 0) fail("unbalanced '('", text.length);
+  return result ?? fail("empty sentence", -1);
+}
+
+const outcome = (fn: () => Term): { term: Term } | { type: string; error: string } => {
+  try {
+    return { term: fn() };
+  } catch (e) {
+    if (!(e instanceof KbError)) throw e;
+    return { type: e.type, error: e.message };
+  }
+};
+
+/** Sentence-like text: tokens the parser meets (and some it refuses) joined by assorted blanks. */
+const pieceArb = fc.oneof(
+  fc.constantFrom("(", "(", ")", ")", "(not", "(implies", "(and"),
+  symbolArb,
+  variableArb,
+  stringArb,
+  integerArb,
+  decimalArb,
+  fc.constantFrom("-0", "007", "-007", "0", "-", "-x", "1e3", "1E+2", "0.50", "1.", ".5", "?", "?1", "a;b", ";", "{x}", "é", "x\u00e9", "1x", "123456789012345", "1234567890123456", '"\\u0041"', '"a\\"b"', '"\\q"', '"tab\tin"', '"\\ud83d\\ude00"', '"\ud83d\ude00"', '"unterminated', '"\\"'),
+);
+const blankArb = fc.constantFrom("", " ", " ", " ", "  ", "\n", "\t", "\r\n ");
+const textArb = fc.array(fc.tuple(blankArb, pieceArb), { maxLength: 14 }).chain((parts) =>
+  blankArb.map((tail) => parts.map(([b, p]) => b + p).join("") + tail),
+);
+
+describe("the one-pass parser agrees with the reference parser", () => {
+  it("every text: the same term or the same typed error and message; `canonical` exactly when printing gives the text back", () => {
+    fc.assert(
+      fc.property(fc.oneof(textArb, termArb.map(printTerm)), (text) => {
+        const ours = outcome(() => terms.parseTermText(text).term);
+        expect(ours).toEqual(outcome(() => referenceParse(text)));
+        if ("term" in ours) expect(terms.parseTermText(text).canonical).toBe(printTerm(ours.term) === text);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("canonical text is recognised as canonical, and canonicalText keeps it", () => {
+    fc.assert(
+      fc.property(termArb, (t) => {
+        const s = printTerm(t);
+        expect(terms.parseTermText(s).canonical).toBe(true);
+        expect(canonicalText(s)).toBe(s);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
