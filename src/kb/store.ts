@@ -8,8 +8,8 @@
  * turn's writes answered and their events published. With durability `normal` a group is
  * answered at its COMMIT (it survives a process kill, not a power loss). With `full` the
  * group is answered only after the WAL file is fsynced; that fsync runs on libuv's thread
- * pool, off the event loop, so the writes arriving meanwhile gather into the next group
- * (one fsync serves them all) instead of waiting behind a blocked loop. SQLite itself runs
+ * pool, off the event loop (walsync.ts), so the writes arriving meanwhile are committed and
+ * wait for the next fsync (one serves them all) instead of behind a blocked loop. SQLite itself runs
  * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
  * each COMMIT is what makes an acknowledged write survive a power loss.
  *
@@ -30,18 +30,20 @@ import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
+import { WalSync, release, DEFAULT_FSYNC_GATHER_MS, type FsyncFn, type Group } from "./walsync.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
 import { mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
 
-/** The fsync seam: node's `fs.fsync` unless a test simulates the disk (a power cut). */
-export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
+export type { FsyncFn } from "./walsync.js";
 
 export interface StoreOptions {
   /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
   fsync?: FsyncFn;
+  /** How long the next WAL fsync may wait for the writers the last one answered (ms; walsync.ts). */
+  fsyncGatherMs?: number;
   /** The log's checkpoint thresholds (see `CheckpointLimits`); each defaults to `DEFAULT_CHECKPOINT`'s. */
   checkpoint?: Partial<CheckpointLimits>;
 }
@@ -76,25 +78,7 @@ export function checkpointLimits(given: Partial<CheckpointLimits> = {}): Checkpo
 /** Rows per multi-row sentex INSERT, and the columns of one row (7 * 64 parameters, well under SQLite's 32 766). */
 const INSERT_BATCH = 64;
 
-/**
- * WAL fsyncs that may run at once (on libuv's thread pool). A group committed while one is
- * out starts its own at once instead of waiting for it to return and then for its own
- * (up to two fsyncs per write); past this bound groups gather behind them, and the next
- * fsync to start covers them all.
- */
-export const MAX_FSYNCS_IN_FLIGHT = 2;
 const ROW_COLUMNS = 7;
-
-interface Group {
-  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
-  after: (() => void)[];
-}
-
-/** A durable group: publish its events, then answer its writers. */
-function release(g: Group): void {
-  for (const fn of g.after) fn();
-  for (const w of g.waiters) w.resolve();
-}
 
 export class SqliteStore implements StoreOfRecord {
   readonly kind = "sqlite";
@@ -118,11 +102,8 @@ export class SqliteStore implements StoreOfRecord {
   private pruneUpto: number | undefined;
   /** `full` durability: the WAL's file descriptor, fsynced after each COMMIT. */
   private walFd: number | undefined;
-  /** Committed groups no fsync has been started for yet. */
-  private unsynced: Group[] = [];
-  /** The WAL fsyncs started and not yet returned, oldest first, each with the groups committed before it began. */
-  private fsyncs: { groups: Group[]; returned: Promise<void> }[] = [];
-  private readonly fsyncFn: FsyncFn;
+  /** `full` durability: the fsyncs committed groups wait for. */
+  private readonly walSync: WalSync | undefined;
   private readonly limits: CheckpointLimits;
   /** The seq the sentex and tombstone tables are complete to; events after it carry the rows' changes. */
   checkpointSeq: number;
@@ -141,16 +122,20 @@ export class SqliteStore implements StoreOfRecord {
   /** Commits so far (for metrics and tests). */
   commits = 0;
   /** The WAL fsyncs run so far and their total time (for metrics: what a group waits at `full`). */
-  readonly walFsyncs = { count: 0, seconds: 0 };
+  get walFsyncs(): { count: number; seconds: number } | undefined {
+    return this.walSync?.stats;
+  }
   /** Called once, with the first failure (K12). */
   onFailure: ((e: unknown) => void) | undefined;
 
   private constructor(db: Database.Database, kysely: Kysely<Schema>, walPath: string | undefined, opts: StoreOptions) {
     this.db = db;
     this.kysely = kysely;
-    this.fsyncFn = opts.fsync ?? fsync;
     this.limits = checkpointLimits(opts.checkpoint);
-    if (walPath) this.walFd = openSync(walPath, "r+");
+    if (walPath) {
+      this.walFd = openSync(walPath, "r+");
+      this.walSync = new WalSync(this.walFd, opts.fsync ?? fsync, opts.fsyncGatherMs ?? DEFAULT_FSYNC_GATHER_MS, (err) => this.abort(err));
+    }
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);
     const row = { handle: 0, context: "", sentence: "", premise: 0, creator: null, created_at: 0, seq: 0 };
@@ -282,7 +267,7 @@ export class SqliteStore implements StoreOfRecord {
   durable(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.inTx) return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
-    const last = this.unsynced[this.unsynced.length - 1] ?? this.fsyncs[this.fsyncs.length - 1]?.groups.at(-1);
+    const last = this.walSync?.lastGroup();
     if (last) return new Promise((resolve, reject) => last.waiters.push({ resolve, reject }));
     return Promise.resolve();
   }
@@ -317,11 +302,8 @@ export class SqliteStore implements StoreOfRecord {
     this.inTx = false;
     this.committedRows();
     const group: Group = { waiters, after };
-    if (this.walFd === undefined) release(group);
-    else {
-      this.unsynced.push(group);
-      if (this.fsyncs.length < MAX_FSYNCS_IN_FLIGHT) this.syncWal();
-    }
+    if (this.walSync) this.walSync.committed(group);
+    else release(group);
   }
 
   /**
@@ -348,36 +330,6 @@ export class SqliteStore implements StoreOfRecord {
       for (const w of waiters) w.reject(this.failed);
     }
     if (first) this.onFailure?.(e);
-  }
-
-  /**
-   * Start an fsync of the WAL for every group committed so far. When it returns, everything
-   * written before it began is on disk, the groups of fsyncs started earlier included: they
-   * are all answered, in commit order, even if their own fsync is still out.
-   */
-  private syncWal(): void {
-    let done!: () => void;
-    const entry = { groups: this.unsynced, returned: new Promise<void>((r) => (done = r)) };
-    this.unsynced = [];
-    this.fsyncs.push(entry); // before the call: a seam may answer synchronously
-    const started = process.hrtime.bigint();
-    this.fsyncFn(this.walFd!, (err) => {
-      this.walFsyncs.count++;
-      this.walFsyncs.seconds += Number(process.hrtime.bigint() - started) / 1e9;
-      const at = this.fsyncs.indexOf(entry);
-      if (err) {
-        // The disk refused: nothing it may have lost is acknowledged (fail-stop).
-        for (const f of this.fsyncs) for (const g of f.groups) for (const w of g.waiters) w.reject(err);
-        for (const g of this.unsynced) for (const w of g.waiters) w.reject(err);
-        this.fsyncs = [];
-        this.unsynced = [];
-        this.abort(err);
-      } else if (at >= 0) {
-        for (const f of this.fsyncs.splice(0, at + 1)) for (const g of f.groups) release(g);
-        if (this.unsynced.length && this.fsyncs.length < MAX_FSYNCS_IN_FLIGHT) this.syncWal();
-      }
-      done();
-    });
   }
 
   /**
@@ -594,8 +546,7 @@ export class SqliteStore implements StoreOfRecord {
 
   async close(): Promise<void> {
     if (this.failed === undefined) this.commit();
-    // commit() started (or queued) the fsync of the last group; each returning fsync starts the next.
-    while (this.fsyncs.length) await this.fsyncs[this.fsyncs.length - 1]!.returned;
+    await this.walSync?.drain();
     if (this.walFd !== undefined) {
       closeSync(this.walFd);
       this.walFd = undefined;

@@ -13,7 +13,6 @@ import { fsync } from "node:fs";
 import { join } from "node:path";
 import { describe, it, expect } from "vitest";
 import { openKb, type Kb, type FsyncFn } from "../../src/kb/index.js";
-import { MAX_FSYNCS_IN_FLIGHT } from "../../src/kb/store.js";
 import { createServer } from "../../src/daemon/index.js";
 import { local } from "../../src/channel/index.js";
 import { tempDir, CONTEXTS_DIR } from "./helpers.js";
@@ -61,7 +60,7 @@ async function fullKb(dir: string, fsyncFn?: FsyncFn): Promise<Kb> {
 const settle = <T>(p: Promise<T>) => p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }));
 
 describe("group commit at full: the fsync never holds the next group", () => {
-  it("while a group's fsync is out, the next writes are applied and committed; the next group starts its own fsync at once, and later groups gather behind the bound", async () => {
+  it("while a group's fsync is out, the next writes are applied and committed, and one fsync covers them all", async () => {
     const dir = tempDir();
     const disk = heldFsync();
     let fsyncs = 0;
@@ -75,38 +74,54 @@ describe("group commit at full: the fsync never holds the next group", () => {
     const committed = store.commits;
     const b = kb.assert("(dog Bo)", "CxPets");
     await turns(3);
-    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT); // b's fsync runs alongside a's, not after it
     const c = kb.assert("(dog Cy)", "CxPets");
     await turns(3);
-    const d = kb.assert("(dog Di)", "CxPets");
-    await turns(3);
-    expect(store.commits).toBe(committed + 3); // every group committed while the fsyncs are out
-    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT); // c and d wait behind the bound
+    expect(store.commits).toBe(committed + 2); // both groups committed while the first fsync is out
+    expect(fsyncs).toBe(1); // and wait for the next fsync, not one each
     disk.release();
-    const seqs = (await Promise.all([a, b, c, d])).map((r) => r.seq);
-    expect(fsyncs).toBe(MAX_FSYNCS_IN_FLIGHT + 1); // one fsync for the two groups that gathered
-    expect(kb.headSeq).toBe(seqs[3]);
+    const seqs = (await Promise.all([a, b, c])).map((r) => r.seq);
+    expect(fsyncs).toBe(2); // one fsync for the two groups that gathered behind the first
+    expect(kb.headSeq).toBe(seqs[2]);
     await kb.close();
   });
 
-  it("an fsync that returns answers every group committed before it began, those of an fsync still out included, in commit order", async () => {
-    const dir = tempDir();
-    const disk = heldFsync();
-    const kb = await fullKb(dir, disk.fn);
-    disk.hold();
-    const answered: string[] = [];
-    const a = kb.assert("(dog Ana)", "CxPets").then((r) => (answered.push("a"), r));
-    await turns(3);
-    const b = kb.assert("(dog Bo)", "CxPets").then((r) => (answered.push("b"), r));
-    await turns(3);
-    expect(disk.parked).toBe(2);
-    disk.releaseOne(1); // b's fsync returns first; a's is still out
-    await b;
-    await turns(3);
-    expect(answered).toEqual(["a", "b"]); // a's rows were on disk before b's fsync began
-    expect(kb.headSeq).toBe((await b).seq);
-    disk.release();
-    await a;
+  const gatheringKb = async (fsyncGatherMs: number) => {
+    const counted = { fsyncs: 0 };
+    const kb = await openKb({ path: join(tempDir(), "kb.db"), durability: "full", contextsDir: CONTEXTS_DIR, fsync: (fd, cb) => (counted.fsyncs++, fsync(fd, cb)), fsyncGatherMs });
+    return { kb, counted };
+  };
+
+  it("the next fsync waits for as many writers as the last one answered, so writers answered together stay together", async () => {
+    // A gathering bound no test run reaches: only the writers' count can start the fsync.
+    const { kb, counted } = await gatheringKb(60_000);
+    await Promise.all(["Ana", "Bo", "Cy"].map((x) => kb.assert(`(dog ${x})`, "CxPets"))); // one group, one fsync: three answered
+    counted.fsyncs = 0;
+    const writes = [kb.assert("(dog Di)", "CxPets")];
+    await turns(5);
+    expect(counted.fsyncs).toBe(0); // committed, and held for the two others the last fsync answered
+    writes.push(kb.assert("(dog Ed)", "CxPets"));
+    await turns(5);
+    expect(counted.fsyncs).toBe(0);
+    writes.push(kb.assert("(dog Flo)", "CxPets"));
+    await Promise.all(writes);
+    expect(counted.fsyncs).toBe(1); // the three together, in one fsync
+    await kb.close();
+  });
+
+  it("a lone writer is never held: each awaited write's fsync starts at once", async () => {
+    const { kb, counted } = await gatheringKb(60_000); // held, any of these would outlast the test
+    for (const x of ["Ana", "Bo", "Cy", "Di"]) await kb.assert(`(dog ${x})`, "CxPets");
+    expect(counted.fsyncs).toBeGreaterThanOrEqual(4);
+    await kb.close();
+  });
+
+  it("a writer that does not come back holds the others only until the gathering bound", async () => {
+    const { kb, counted } = await gatheringKb(20);
+    await Promise.all(["Ana", "Bo", "Cy"].map((x) => kb.assert(`(dog ${x})`, "CxPets")));
+    counted.fsyncs = 0;
+    const alone = await kb.assert("(dog Di)", "CxPets"); // the two others never write again
+    expect(alone.seq).toBe(kb.headSeq);
+    expect(counted.fsyncs).toBe(1);
     await kb.close();
   });
 });
