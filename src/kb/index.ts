@@ -6,7 +6,6 @@ export type { AddEntry, Strength, RemovalReason, EngineLimits, Bounded } from ".
 export { DEFAULT_ENGINE_LIMITS } from "./engine.js";
 export type { FsyncFn, CheckpointLimits } from "./store.js";
 export { DEFAULT_CHECKPOINT } from "./store.js";
-export { DEFAULT_FSYNC_GATHER_MS } from "./walsync.js";
 export type { Durability, StoreOfRecord } from "./store-of-record.js";
 export { KbError, isKbError, KB_ERROR_TYPES } from "./errors.js";
 export type { KbErrorType, Problem } from "./errors.js";

@@ -97,8 +97,6 @@ export interface KbOptions {
   readLimits?: Partial<ReadLimits>;
   /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
   fsync?: FsyncFn;
-  /** How long the next WAL fsync may wait for the writers the last one answered (ms; `full` on SQLite; default DEFAULT_FSYNC_GATHER_MS). */
-  fsyncGatherMs?: number;
   /** When the SQLite log is checkpointed into the sentex table (store.ts `CheckpointLimits`). */
   checkpoint?: Partial<CheckpointLimits>;
   /** Where the reopen reports its progress, and how often (none: silent). */
@@ -625,7 +623,7 @@ export const openKb = (opts: KbOptions): Promise<Kb> => Kb.open(opts);
 
 function openSqlite(opts: KbOptions): Promise<SqliteStore> {
   if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
-  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync, fsyncGatherMs: opts.fsyncGatherMs, checkpoint: opts.checkpoint });
+  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync, checkpoint: opts.checkpoint });
 }
 
 export type { List };

@@ -30,7 +30,7 @@ import { openSync, fsync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
-import { WalSync, release, DEFAULT_FSYNC_GATHER_MS, type FsyncFn, type Group } from "./walsync.js";
+import { WalSync, release, type FsyncFn, type Group } from "./walsync.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
 import { mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
@@ -42,8 +42,6 @@ export type { FsyncFn } from "./walsync.js";
 export interface StoreOptions {
   /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
   fsync?: FsyncFn;
-  /** How long the next WAL fsync may wait for the writers the last one answered (ms; walsync.ts). */
-  fsyncGatherMs?: number;
   /** The log's checkpoint thresholds (see `CheckpointLimits`); each defaults to `DEFAULT_CHECKPOINT`'s. */
   checkpoint?: Partial<CheckpointLimits>;
 }
@@ -134,7 +132,7 @@ export class SqliteStore implements StoreOfRecord {
     this.limits = checkpointLimits(opts.checkpoint);
     if (walPath) {
       this.walFd = openSync(walPath, "r+");
-      this.walSync = new WalSync(this.walFd, opts.fsync ?? fsync, opts.fsyncGatherMs ?? DEFAULT_FSYNC_GATHER_MS, (err) => this.abort(err));
+      this.walSync = new WalSync(this.walFd, opts.fsync ?? fsync, (err) => this.abort(err));
     }
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);

@@ -84,46 +84,6 @@ describe("group commit at full: the fsync never holds the next group", () => {
     expect(kb.headSeq).toBe(seqs[2]);
     await kb.close();
   });
-
-  const gatheringKb = async (fsyncGatherMs: number) => {
-    const counted = { fsyncs: 0 };
-    const kb = await openKb({ path: join(tempDir(), "kb.db"), durability: "full", contextsDir: CONTEXTS_DIR, fsync: (fd, cb) => (counted.fsyncs++, fsync(fd, cb)), fsyncGatherMs });
-    return { kb, counted };
-  };
-
-  it("the next fsync waits for as many writers as the last one answered, so writers answered together stay together", async () => {
-    // A gathering bound no test run reaches: only the writers' count can start the fsync.
-    const { kb, counted } = await gatheringKb(60_000);
-    await Promise.all(["Ana", "Bo", "Cy"].map((x) => kb.assert(`(dog ${x})`, "CxPets"))); // one group, one fsync: three answered
-    counted.fsyncs = 0;
-    const writes = [kb.assert("(dog Di)", "CxPets")];
-    await turns(5);
-    expect(counted.fsyncs).toBe(0); // committed, and held for the two others the last fsync answered
-    writes.push(kb.assert("(dog Ed)", "CxPets"));
-    await turns(5);
-    expect(counted.fsyncs).toBe(0);
-    writes.push(kb.assert("(dog Flo)", "CxPets"));
-    await Promise.all(writes);
-    expect(counted.fsyncs).toBe(1); // the three together, in one fsync
-    await kb.close();
-  });
-
-  it("a lone writer is never held: each awaited write's fsync starts at once", async () => {
-    const { kb, counted } = await gatheringKb(60_000); // held, any of these would outlast the test
-    for (const x of ["Ana", "Bo", "Cy", "Di"]) await kb.assert(`(dog ${x})`, "CxPets");
-    expect(counted.fsyncs).toBeGreaterThanOrEqual(4);
-    await kb.close();
-  });
-
-  it("a writer that does not come back holds the others only until the gathering bound", async () => {
-    const { kb, counted } = await gatheringKb(20);
-    await Promise.all(["Ana", "Bo", "Cy"].map((x) => kb.assert(`(dog ${x})`, "CxPets")));
-    counted.fsyncs = 0;
-    const alone = await kb.assert("(dog Di)", "CxPets"); // the two others never write again
-    expect(alone.seq).toBe(kb.headSeq);
-    expect(counted.fsyncs).toBe(1);
-    await kb.close();
-  });
 });
 
 describe("reads see only durable state (K11)", () => {
