@@ -131,11 +131,12 @@ async function roundTrips(suite: Suite): Promise<void> {
       const probe = durability === "full" && c === 8;
       if (probe) fsyncs.push(fsyncMs(200));
       const before = probe ? await storeCounts(daemon.url) : undefined;
-      const r = await load(daemon.url, c, durability === "full" ? 3000 : 5000);
+      const timed = durability === "full" ? 3000 : 5000;
+      const r = await load(daemon.url, c, timed);
       if (before) {
         const after = await storeCounts(daemon.url);
         const n = after.fsyncs - before.fsyncs;
-        daemonFsync = { ms: ((after.seconds - before.seconds) * 1000) / n, perCommit: (durability === "full" ? 3000 : 5000) / (after.commits - before.commits), fsyncs: n };
+        daemonFsync = { ms: ((after.seconds - before.seconds) * 1000) / n, perCommit: timed / (after.commits - before.commits), fsyncs: n };
       }
       if (probe) fsyncs.push(fsyncMs(200));
       suite.compare(`assert_${durability}_c${c}_rps`, r.rps, "req/s", `raw_sqlite_route_${durability}_c${c}_rps`, {

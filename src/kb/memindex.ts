@@ -107,7 +107,7 @@ class Level {
   leaves: Map<string, Bucket> | undefined = undefined;
 }
 
-const atomOf = (b: Bucket): List => (Array.isArray(b) ? b[0]!.atom : b.atom);
+const bucketAtom = (b: Bucket): List => (Array.isArray(b) ? b[0]!.atom : b.atom);
 
 /** Whether `a` and `b` are as long and have equal keys from element `from` on. */
 function sameFrom(a: List, b: List, from: number): boolean {
@@ -141,7 +141,7 @@ class AtomTable {
     for (let i = 0; i < last; i++) {
       const next = lv.kids?.get(argKey(atom[i]!));
       if (next === undefined) return undefined;
-      if (!(next instanceof Level)) return sameFrom(atomOf(next), atom, i + 1) ? next : undefined;
+      if (!(next instanceof Level)) return sameFrom(bucketAtom(next), atom, i + 1) ? next : undefined;
       lv = next;
     }
     this.lastAtom = atom;
@@ -166,11 +166,11 @@ class AtomTable {
           return undefined;
         }
         if (!(next instanceof Level)) {
-          if (sameFrom(atomOf(next), atom, i + 1)) return bucketAdd(kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
+          if (sameFrom(bucketAtom(next), atom, i + 1)) return bucketAdd(kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
           // A second atom continues through this key: the first moves one level down.
           const split = new Level();
           kids.set(k, split);
-          const other = atomOf(next);
+          const other = bucketAtom(next);
           const at = argKey(other[i + 1]!);
           if (i + 1 === other.length - 1) (split.leaves = new Map()).set(at, next);
           else (split.kids = new Map()).set(at, next);
@@ -206,7 +206,7 @@ class AtomTable {
       const next = lv.kids?.get(k);
       if (next === undefined) return;
       if (!(next instanceof Level)) {
-        if (!sameFrom(atomOf(next), atom, i + 1)) return;
+        if (!sameFrom(bucketAtom(next), atom, i + 1)) return;
         bucketRemove(lv.kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
         return this.prune(path, keys);
       }

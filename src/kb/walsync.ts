@@ -52,7 +52,7 @@ export class WalSync {
   /** A group was committed: it is answered once an fsync started after this covers it. */
   committed(g: Group): void {
     this.unsynced.push(g);
-    this.schedule();
+    this.syncNext();
   }
 
   /** The newest group not yet answered (a later `durable()` waits for it). */
@@ -65,12 +65,9 @@ export class WalSync {
     while (this.running) await this.running.returned;
   }
 
-  private schedule(): void {
+  /** Start an fsync covering every group committed so far, unless one runs (its return starts the next). */
+  private syncNext(): void {
     if (this.running || this.failed || this.unsynced.length === 0) return;
-    this.start();
-  }
-
-  private start(): void {
     let done!: () => void;
     const run = { groups: this.unsynced, returned: new Promise<void>((r) => (done = r)) };
     this.unsynced = [];
@@ -88,7 +85,7 @@ export class WalSync {
         this.onError(err);
       } else {
         for (const g of run.groups) release(g);
-        this.schedule();
+        this.syncNext();
       }
       done();
     });

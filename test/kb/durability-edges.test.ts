@@ -42,10 +42,6 @@ function heldFsync() {
       holding = false;
       for (const p of parked.splice(0)) p(null);
     },
-    /** Let the i-th parked fsync run (the others stay parked). */
-    releaseOne(i: number) {
-      parked.splice(i, 1)[0]!(null);
-    },
     fail(code = "EIO") {
       failure = Object.assign(new Error(`${code}: i/o error, fsync`), { code });
       for (const p of parked.splice(0)) p(failure);
