@@ -34,6 +34,7 @@ import { openApiDocument } from "./openapi.js";
 import { packageVersion } from "./package.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
+import { lingerOnClose } from "./linger.js";
 import { IdempotencyKeys, IDEMPOTENCY_HEADER, idempotencyKey, requestSha256 } from "./idempotency.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
@@ -254,7 +255,6 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     if (req.method === "POST" && !req.is404) {
       const len = req.headers["content-length"];
       if (len !== undefined && Number(len) > limits.maxBodyBytes) {
-        reply.header("connection", "close"); // the body is never read
         throw new WireError("body-too-large", `the body is ${len} bytes; the limit (maxBodyBytes) is ${limits.maxBodyBytes}`);
       }
       const type = req.headers["content-type"];
@@ -279,7 +279,11 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     const w = toWire(err);
     if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");
     metrics.refusals.inc({ type: w.body.type });
-    if (w.status === 413) reply.header("connection", "close");
+    if (w.body.type === "body-too-large") {
+      // The body was refused unread: close, but lingering, so the answer is not lost to a reset.
+      reply.header("connection", "close");
+      lingerOnClose(req.raw.socket, limits.requestTimeoutMs);
+    }
     if (w.writer !== undefined) reply.header("location", w.writer + req.url);
     if (w.retryAfterS !== undefined) reply.header("retry-after", String(w.retryAfterS));
     return reply.code(w.status).send(w.body);

@@ -3,6 +3,7 @@
  * request-refusal type with its status.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { connect } from "node:net";
 import { spawnDaemon, call, rawExchange, type Daemon } from "./helpers.js";
 import { KEYLESS_PATHS, WRITE_PATHS } from "../../src/channel/wire.js";
 
@@ -249,6 +250,33 @@ describe("refusals: every request-refusal type with its status", () => {
     expect(answer).toContain('"type":"body-too-large"');
     const big = await call(d.url, "POST", "/v1/assert", { sentence: `(note "${"x".repeat(5000)}")`, context: "CxPets" });
     refused(big, 413, "body-too-large");
+  });
+
+  it("a client still sending an over-limit body gets its 413 and an orderly close, never a reset", async () => {
+    // The answer comes from the headers; the body keeps arriving after it. A daemon that closed
+    // at once would leave that body unread and the kernel would reset the connection: the
+    // client's next write fails (EPIPE) and a client that had not read the 413 yet loses it.
+    // Half-open, as a client that keeps sending after the daemon's FIN (undici's body writer does).
+    const sock = connect({ port: d.port, host: "127.0.0.1", allowHalfOpen: true });
+    let answer = "";
+    const errors: string[] = [];
+    sock.on("error", (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
+    const answered = new Promise<void>((resolve) => sock.on("data", (c) => ((answer += c.toString()), answer.includes("\r\n\r\n") && resolve())));
+    const ended = new Promise<void>((resolve) => sock.on("close", () => resolve()));
+    const total = 200_000;
+    sock.write(`POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
+    await answered;
+    let sent = 0;
+    for (; sent < total && !sock.destroyed; sent += 10_000) {
+      await new Promise<void>((resolve) => sock.write("x".repeat(10_000), () => resolve()));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    sock.end();
+    await ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 413/);
+    expect(answer).toContain('"type":"body-too-large"');
+    expect(errors).toEqual([]);
+    expect(sent).toBe(total);
   });
 
   it("a chunked body over the limit is 413 body-too-large too", async () => {

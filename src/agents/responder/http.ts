@@ -76,10 +76,10 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
   server.headersTimeout = 10_000;
   const door = localDoor(server, o.host, o.secret);
 
-  /** A malformed event is answered and reported, never dropped silently. */
+  /** A malformed event is reported, then answered: the audit line exists before the client sees the refusal. */
   function refuse(res: ServerResponse, status: number, type: string, error: string): void {
-    send(res, status, { ok: false, type, error });
     o.refused?.(status, error);
+    send(res, status, { ok: false, type, error });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,0 +1,28 @@
+/**
+ * Lingering close: how a connection whose request body is refused unread (413
+ * `body-too-large`, answered from the headers) is closed.
+ *
+ * Closing at once would leave the rest of the body unread in the kernel, which then resets the
+ * connection: a client still sending gets EPIPE, and one that had not read the 413 yet loses
+ * it. So our side ends after the answer (a FIN, the answer first), what the client still sends
+ * is read and dropped, and the socket is destroyed when the client closes its side or when
+ * `ms` have passed, whichever comes first. The bound is the daemon's `requestTimeoutMs`: a
+ * request's body may take that long to arrive, accepted or not.
+ */
+import type { Socket } from "node:net";
+
+/**
+ * Make the coming close of `socket` a lingering one. Node's HTTP server ends a `Connection:
+ * close` exchange with `socket.destroySoon()`; this socket's own replaces it.
+ */
+export function lingerOnClose(socket: Socket, ms: number): void {
+  if (socket.destroyed) return;
+  socket.destroySoon = function lingeringClose(this: Socket): void {
+    if (this.destroyed) return;
+    const timer = setTimeout(() => this.destroy(), ms);
+    this.once("close", () => clearTimeout(timer));
+    this.once("end", () => this.destroy()); // the client closed its side: nothing more to drop
+    this.on("data", () => {}); // dropped, should the HTTP parser let go of the socket
+    this.end();
+  };
+}
