@@ -49,17 +49,33 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer | "too_large"> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > maxIngestBodyBytes) return "too_large";
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of req) {
-    n += (c as Buffer).length;
-    if (n > maxIngestBodyBytes) return "too_large";
-    chunks.push(c as Buffer);
+/**
+ * The body, or "too_large" as soon as it passes the bound. A refused body is still read and
+ * dropped to its end (the server's requestTimeout bounds how long): closing with it unread
+ * would reset the connection, and a client still writing would lose the 413 to EPIPE.
+ */
+function readBody(req: IncomingMessage): Promise<Buffer | "too_large"> {
+  if (Number(req.headers["content-length"] ?? 0) > maxIngestBodyBytes) {
+    req.resume();
+    return Promise.resolve("too_large");
   }
-  return Buffer.concat(chunks);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on("data", (c: Buffer) => {
+      if (n < 0) return; // refused: dropped
+      n += c.length;
+      if (n > maxIngestBodyBytes) {
+        n = -1;
+        chunks.length = 0;
+        resolve("too_large");
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => n >= 0 && resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
 }
 
 /** Start the loopback server; resolves once it listens. */
@@ -104,7 +120,6 @@ export async function startHttp(o: HttpOptions): Promise<HttpSurface> {
       const body = await readBody(req);
       if (body === "too_large") {
         refuse(res, 413, "body-too-large", `body larger than ${maxIngestBodyBytes} bytes`);
-        req.destroy();
         return;
       }
       let json: unknown;
