@@ -1,4 +1,6 @@
 import { spawnSync, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
 
 /**
  * Before any test: bring up every real server the suite needs (scripts/provision.sh: nats,
@@ -6,10 +8,32 @@ import { spawnSync, execFileSync } from "node:child_process";
  * addresses to the tests through the environment (confirmed by a `--check` run that must
  * print the same); then build dist/ once, because
  * integration tests spawn the real daemon and agent processes from it.
+ *
+ * The databases this run's tests create on the shared cluster carry the run's own prefix
+ * (KOINII_TEST_DB_PREFIX) and are dropped when the run ends, so runs do not pile them up
+ * (a cluster with a thousand left over took minutes to recover after a restart).
  */
-export default function setup(): void {
+export default function setup(): () => Promise<void> {
   provision();
+  process.env.KOINII_TEST_DB_PREFIX = `koinii_t_${randomBytes(4).toString("hex")}_`;
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], { stdio: "inherit" });
+  return dropRunDatabases;
+}
+
+/** Drop every database this run created (open connections to them are ended first). */
+async function dropRunDatabases(): Promise<void> {
+  const url = process.env.KOINII_TEST_PG_URL;
+  const prefix = process.env.KOINII_TEST_DB_PREFIX;
+  if (!url || !prefix) return;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const rows = (await c.query<{ datname: string }>("select datname from pg_database where starts_with(datname, $1)", [prefix])).rows;
+    for (const { datname } of rows) await c.query(`drop database "${datname}" with (force)`);
+    process.stderr.write(`teardown: dropped this run's ${rows.length} test databases (${prefix}*)\n`);
+  } finally {
+    await c.end();
+  }
 }
 
 function provision(): void {

@@ -27,7 +27,8 @@ async function serverUrl(): Promise<string> {
 /** A URL on a new, empty database. */
 export async function freshDatabase(): Promise<string> {
   const base = new URL(await serverUrl());
-  const name = `koinii_t_${randomBytes(6).toString("hex")}`;
+  // The run's prefix (the global setup drops its databases when the run ends).
+  const name = `${process.env.KOINII_TEST_DB_PREFIX ?? "koinii_t_"}${randomBytes(6).toString("hex")}`;
   const c = new pg.Client({ connectionString: base.toString() });
   await c.connect();
   try {
