@@ -15,8 +15,9 @@
  *   process warmed on a small graph first, capped in time (a capped run is a lower bound).
  *
  * One leaf edge is inserted and the same edge retracted `runs` times (each retract gives
- * back the state the insert started from), after `runs` untimed cycles on other leaves (the
- * baselines' timed runs too follow untimed runs of their code), the best of each against recomputing the state
+ * back the state the insert started from), after untimed cycles on other leaves lasting at
+ * least as long as the plain closure's untimed materializations (the baselines' timed runs
+ * too follow untimed runs of their code), the best of each against recomputing the state
  * after the insert from scratch (best of `runs` too) by the plain closure and by our own
  * engine. Memory is resident memory (VmRSS) growth
  * across the materialization, in a fresh process per system.
@@ -26,6 +27,8 @@ import { Suite, nowNs, elapsedMs } from "./lib.js";
 import { graph, openClosure, type Closure, type Edge, type SystemName } from "./closure.js";
 
 const DS_CAP_MS = 120_000;
+/** Most untimed insert-then-retract cycles before the timed ones. */
+const WARM_MAX_CYCLES = 1_000;
 
 interface Scenario {
   label: string;
@@ -111,15 +114,25 @@ async function scenario(suite: Suite, s: Scenario): Promise<void> {
     if (s.datascript) suite.compare(`${L}.${system}_materialize_vs_datascript`, m.ms, "ms", `${L}.datascript_query_ms`, { higherIsBetter: false, ...(system === "engine" ? { minRatio: 5 } : {}), note });
     suite.compare(`${L}.${system}_materialize_ms`, m.ms, "ms", `${L}.seminaive_ms`, { higherIsBetter: false, minRatio: 1 / 3, note: `${note}; ratio >= 0.33 means within 3x of the plain closure` });
 
-    // The baselines' timed runs follow untimed runs of the same code (the materializations
-    // above run it `runs` times first), so the incremental code gets as many untimed cycles
-    // first, on leaves of its own: without them the timed cycles pay its first-run compile
-    // (2-10 ms on the first insert here), which no baseline pays.
-    for (let r = 0; r < s.runs; r++) {
+    // The baselines' timed runs follow untimed runs of their code (the plain closure's
+    // materializations above: `runs` x its best, at least), so the incremental code's timed
+    // cycles follow at least as long of untimed cycles, on leaves of their own (at most
+    // WARM_MAX_CYCLES). Without them the timed cycles pay the first-run compilation of a
+    // small operation (2-10 ms on the first insert here), which no baseline pays. The first
+    // cycle's times are printed beside, without a target.
+    const warmUntil = nowNs() + BigInt(Math.round(plain.ms * s.runs * 1e6));
+    const first = { insert: 0, retract: 0 };
+    for (let r = 0; r < WARM_MAX_CYCLES && (r === 0 || nowNs() < warmUntil); r++) {
+      let t = nowNs();
       const h = await m.c.insert([edges[(r * 7919) % edges.length]![1], s.nodes + 1 + r]);
+      if (r === 0) first.insert = elapsedMs(t);
+      t = nowNs();
       await m.c.retract(h);
+      if (r === 0) first.retract = elapsedMs(t);
     }
     if (m.c.count() !== derived) throw new Error(`${L}: ${system} warm-up cycles left ${m.c.count()} reach facts, expected ${derived}`);
+    suite.add(`${L}.${system}_first_insert_ms`, { value: first.insert, unit: "ms", note: "the first untimed warm-up cycle's insert (another leaf): the cold cost" });
+    suite.add(`${L}.${system}_first_retract_ms`, { value: first.retract, unit: "ms", note: "that cycle's retract" });
     // One leaf edge inserted, then the same edge retracted, `runs` times (the state after a
     // retract is the state before the insert): the best of each, as the recompute is.
     let insertMs = Infinity;
