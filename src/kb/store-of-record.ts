@@ -99,7 +99,7 @@ export interface StoreOfRecord {
   /** Groups committed so far. */
   readonly commits: number;
   /** The WAL fsyncs this store ran itself (`full` durability on SQLite) and their total time; undefined where the store runs none. */
-  readonly walFsyncs?: { count: number; seconds: number; inline: number };
+  readonly walFsyncs?: { count: number; seconds: number };
 
   /** Committed events after `afterSeq`, oldest first, at most `limit`. */
   readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]>;
