@@ -7,22 +7,43 @@
  * it. So our side ends after the answer (a FIN, the answer first), what the client still sends
  * is read and dropped, and the socket is destroyed when the client closes its side or when
  * `ms` have passed, whichever comes first. The bound is the daemon's `requestTimeoutMs`: a
- * request's body may take that long to arrive, accepted or not.
+ * request's body may take that long to arrive, accepted or not. A daemon that stops cuts its
+ * lingering connections at once: nothing more will be said on them.
+ *
+ *   const lingering = new LingeringCloses(limits.requestTimeoutMs);
+ *   lingering.add(req.raw.socket); // before the 413 with `Connection: close` goes out
+ *   lingering.stop();              // when the daemon closes
  */
 import type { Socket } from "node:net";
 
-/**
- * Make the coming close of `socket` a lingering one. Node's HTTP server ends a `Connection:
- * close` exchange with `socket.destroySoon()`; this socket's own replaces it.
- */
-export function lingerOnClose(socket: Socket, ms: number): void {
-  if (socket.destroyed) return;
-  socket.destroySoon = function lingeringClose(this: Socket): void {
-    if (this.destroyed) return;
-    const timer = setTimeout(() => this.destroy(), ms);
-    this.once("close", () => clearTimeout(timer));
-    this.once("end", () => this.destroy()); // the client closed its side: nothing more to drop
-    this.on("data", () => {}); // dropped, should the HTTP parser let go of the socket
-    this.end();
-  };
+export class LingeringCloses {
+  private readonly sockets = new Set<Socket>();
+  private stopped = false;
+
+  constructor(private readonly ms: number) {}
+
+  /**
+   * Make the coming close of `socket` a lingering one. Node's HTTP server ends a `Connection:
+   * close` exchange with `socket.destroySoon()`; this socket's own replaces it.
+   */
+  add(socket: Socket): void {
+    if (socket.destroyed || this.stopped) return;
+    const sockets = this.sockets;
+    const ms = this.ms;
+    socket.destroySoon = function lingeringClose(this: Socket): void {
+      if (this.destroyed) return;
+      sockets.add(this);
+      const timer = setTimeout(() => this.destroy(), ms);
+      this.once("close", () => (clearTimeout(timer), sockets.delete(this)));
+      this.once("end", () => this.destroy()); // the client closed its side: nothing more to drop
+      this.on("data", () => {}); // dropped, should the HTTP parser let go of the socket
+      this.end();
+    };
+  }
+
+  /** The daemon is stopping: cut every lingering connection now, and linger no more. */
+  stop(): void {
+    this.stopped = true;
+    for (const s of this.sockets) s.destroy();
+  }
 }

@@ -34,7 +34,7 @@ import { openApiDocument } from "./openapi.js";
 import { packageVersion } from "./package.js";
 import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
-import { lingerOnClose } from "./linger.js";
+import { LingeringCloses } from "./linger.js";
 import { IdempotencyKeys, IDEMPOTENCY_HEADER, idempotencyKey, requestSha256 } from "./idempotency.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
@@ -275,6 +275,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     metrics.latency.observe({ method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
+  const lingering = new LingeringCloses(limits.requestTimeoutMs);
   app.setErrorHandler((err, req, reply) => {
     const w = toWire(err);
     if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");
@@ -282,7 +283,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     if (w.body.type === "body-too-large") {
       // The body was refused unread: close, but lingering, so the answer is not lost to a reset.
       reply.header("connection", "close");
-      lingerOnClose(req.raw.socket, limits.requestTimeoutMs);
+      lingering.add(req.raw.socket);
     }
     if (w.writer !== undefined) reply.header("location", w.writer + req.url);
     if (w.retryAfterS !== undefined) reply.header("retry-after", String(w.retryAfterS));
@@ -357,6 +358,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     close() {
       closed ??= (async () => {
         closing = true;
+        lingering.stop(); // a refused body's connection has nothing more to hear
         cur!.hub.shutdown(); // answers parked polls, ends streams
         const cut = setTimeout(() => {
           log.warn({ shutdownGraceMs: limits.shutdownGraceMs }, "graceful close ran out of time: cutting open connections");

@@ -279,6 +279,22 @@ describe("refusals: every request-refusal type with its status", () => {
     expect(sent).toBe(total);
   });
 
+  it("a daemon that stops cuts a lingering connection at once: its graceful close does not wait on it", async () => {
+    const own = await spawnDaemon({ args: ["--max-body-bytes", "4096", "--shutdown-grace-ms", "5000"] });
+    const sock = connect({ port: own.port, host: "127.0.0.1", allowHalfOpen: true });
+    sock.on("error", () => undefined);
+    let answer = "";
+    const answered = new Promise<void>((resolve) => sock.on("data", (c) => ((answer += c.toString()), answer.includes("\r\n\r\n") && resolve())));
+    sock.write(`POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${own.port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`);
+    await answered; // lingering now: the daemon would drop the body if it came
+    await own.stop();
+    sock.destroy();
+    expect(answer).toMatch(/^HTTP\/1\.1 413/);
+    // Had the close waited on the connection, its grace would have run out and said so.
+    expect(own.stderr()).toContain('"msg":"stopped"');
+    expect(own.stderr()).not.toContain("ran out of time");
+  });
+
   it("a chunked body over the limit is 413 body-too-large too", async () => {
     const chunk = "x".repeat(5000);
     const answer = await rawExchange(
