@@ -10,14 +10,22 @@
  * request's body may take that long to arrive, accepted or not. A daemon that stops cuts its
  * lingering connections at once: nothing more will be said on them.
  *
+ * The connection is closing from the moment its 413 is decided: a request pipelined behind
+ * the refused body (Node's parser reads on) is never served (`closing`), so no write runs
+ * whose answer the client could not get, and would retry.
+ *
  *   const lingering = new LingeringCloses(limits.requestTimeoutMs);
  *   lingering.add(req.raw.socket); // before the 413 with `Connection: close` goes out
+ *   if (lingering.closing(req.raw.socket)) ... // a later request on it: not served
  *   lingering.stop();              // when the daemon closes
  */
 import type { Socket } from "node:net";
 
 export class LingeringCloses {
+  /** Connections lingering now (destroyed on `stop`). */
   private readonly sockets = new Set<Socket>();
+  /** Connections whose refused body closes them: nothing more on them is served. */
+  private readonly refused = new WeakSet<Socket>();
   private stopped = false;
 
   constructor(private readonly ms: number) {}
@@ -27,6 +35,7 @@ export class LingeringCloses {
    * close` exchange with `socket.destroySoon()`; this socket's own replaces it.
    */
   add(socket: Socket): void {
+    this.refused.add(socket);
     if (socket.destroyed || this.stopped) return;
     const sockets = this.sockets;
     const ms = this.ms;
@@ -39,6 +48,11 @@ export class LingeringCloses {
       this.on("data", () => {}); // dropped, should the HTTP parser let go of the socket
       this.end();
     };
+  }
+
+  /** Whether `socket`'s connection is closing after a refused body (a request on it is not served). */
+  closing(socket: Socket): boolean {
+    return this.refused.has(socket);
   }
 
   /** The daemon is stopping: cut every lingering connection now, and linger no more. */

@@ -191,6 +191,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     },
   });
   app.decorateRequest("principal", null as unknown as Principal);
+  const lingering = new LingeringCloses(limits.requestTimeoutMs);
   // Strict UTF-8: a body with bytes that are not UTF-8 is refused, never stored with U+FFFD
   // in their place (two different inputs would collapse into one sentex).
   const jsonParser = app.getDefaultJsonParser("error", "error");
@@ -262,6 +263,12 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     }
   };
   app.addHook("onRequest", (req, reply, done) => {
+    if (lingering.closing(req.raw.socket)) {
+      // Pipelined behind a refused body on a connection that is closing: never served.
+      reply.hijack();
+      req.raw.socket.destroy();
+      return;
+    }
     try {
       guard(req, reply);
     } catch (e) {
@@ -275,7 +282,6 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
     metrics.latency.observe({ method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
-  const lingering = new LingeringCloses(limits.requestTimeoutMs);
   app.setErrorHandler((err, req, reply) => {
     const w = toWire(err);
     if (w.internal) log.error({ err, method: req.method, url: req.url }, "internal error");

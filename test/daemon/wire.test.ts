@@ -279,6 +279,22 @@ describe("refusals: every request-refusal type with its status", () => {
     expect(sent).toBe(total);
   });
 
+  it("a request pipelined behind an over-limit body on its closing connection is never served: no write the client cannot hear of", async () => {
+    const sock = connect({ port: d.port, host: "127.0.0.1", allowHalfOpen: true });
+    sock.on("error", () => undefined);
+    let got = "";
+    sock.on("data", (c) => (got += c.toString()));
+    const closed = new Promise<void>((resolve) => sock.on("close", () => resolve()));
+    const big = "x".repeat(10_000);
+    const next = JSON.stringify({ sentence: "(dog PipelinedBehindRefusal)", context: "CxPets" });
+    const head = (len: number) => `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
+    sock.end(head(big.length) + big + head(Buffer.byteLength(next)) + next);
+    await closed; // the daemon reads both, then our end: the connection closes
+    expect(got.match(/HTTP\/1\.1 \d+/g)).toEqual(["HTTP/1.1 413"]);
+    const q = await call(d.url, "POST", "/v1/query", { goal: "(dog PipelinedBehindRefusal)", context: "CxPets" });
+    expect(q.body.solutions).toEqual([]);
+  });
+
   it("a daemon that stops cuts a lingering connection at once: its graceful close does not wait on it", async () => {
     const own = await spawnDaemon({ args: ["--max-body-bytes", "4096", "--shutdown-grace-ms", "5000"] });
     const sock = connect({ port: own.port, host: "127.0.0.1", allowHalfOpen: true });
