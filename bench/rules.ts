@@ -120,16 +120,19 @@ async function scenario(suite: Suite, s: Scenario): Promise<void> {
     // WARM_MAX_CYCLES). Without them the timed cycles pay the first-run compilation of a
     // small operation (2-10 ms on the first insert here), which no baseline pays. The first
     // cycle's times are printed beside, without a target.
-    const warmUntil = nowNs() + BigInt(Math.round(plain.ms * s.runs * 1e6));
-    const first = { insert: 0, retract: 0 };
-    for (let r = 0; r < WARM_MAX_CYCLES && (r === 0 || nowNs() < warmUntil); r++) {
+    /** Insert `e`, then retract it: each step's ms, and (if `count`) the reach facts after the insert. */
+    const cycle = async (e: Edge, count = false) => {
       let t = nowNs();
-      const h = await m.c.insert([edges[(r * 7919) % edges.length]![1], s.nodes + 1 + r]);
-      if (r === 0) first.insert = elapsedMs(t);
+      const h = await m.c.insert(e);
+      const insert = elapsedMs(t);
+      const afterInsert = count ? m.c.count() : 0;
       t = nowNs();
       await m.c.retract(h);
-      if (r === 0) first.retract = elapsedMs(t);
-    }
+      return { insert, retract: elapsedMs(t), afterInsert };
+    };
+    const warmUntil = nowNs() + BigInt(Math.round(plain.ms * s.runs * 1e6));
+    const first = await cycle([edges[0]![1], s.nodes + 1]);
+    for (let r = 1; r < WARM_MAX_CYCLES && nowNs() < warmUntil; r++) await cycle([edges[(r * 7919) % edges.length]![1], s.nodes + 1 + r]);
     if (m.c.count() !== derived) throw new Error(`${L}: ${system} warm-up cycles left ${m.c.count()} reach facts, expected ${derived}`);
     suite.add(`${L}.${system}_first_insert_ms`, { value: first.insert, unit: "ms", note: "the first untimed warm-up cycle's insert (another leaf): the cold cost" });
     suite.add(`${L}.${system}_first_retract_ms`, { value: first.retract, unit: "ms", note: "that cycle's retract" });
@@ -139,13 +142,10 @@ async function scenario(suite: Suite, s: Scenario): Promise<void> {
     let retractMs = Infinity;
     let afterInsert = 0;
     for (let r = 0; r < s.runs; r++) {
-      let t = nowNs();
-      const h = await m.c.insert(leaf);
-      insertMs = Math.min(insertMs, elapsedMs(t));
-      afterInsert = m.c.count();
-      t = nowNs();
-      await m.c.retract(h);
-      retractMs = Math.min(retractMs, elapsedMs(t));
+      const c = await cycle(leaf, true);
+      insertMs = Math.min(insertMs, c.insert);
+      retractMs = Math.min(retractMs, c.retract);
+      afterInsert = c.afterInsert;
       if (m.c.count() !== derived) throw new Error(`${L}: ${system} retract left ${m.c.count()} reach facts, expected ${derived}`);
     }
     await m.c.close();

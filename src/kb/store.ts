@@ -339,11 +339,22 @@ export class SqliteStore implements StoreOfRecord {
     if (!this.checkpointing && rows.length > this.limits.eventRows) this.startCheckpoint();
     if (!this.checkpointing) {
       for (const r of rows) pushInsert(this.groupChanges, r);
-      this.sinceEventRows += rows.length;
-      this.groupRows += rows.length;
+      this.logged(rows.length);
       return;
     }
     this.writeRows(rows);
+  }
+
+  /** `n` row changes went to the group's log instead of the tables. */
+  private logged(n: number): void {
+    this.sinceEventRows += n;
+    this.groupRows += n;
+  }
+
+  /** A row removed from the tables: it goes, its tombstone comes. */
+  private writeDelete(handle: number, reason: string, seq: number): void {
+    this.stmts.deleteSentex!.run(handle);
+    this.stmts.insertTombstone!.run(handle, reason, seq);
   }
 
   /** Rows straight into the sentex table. */
@@ -374,19 +385,15 @@ export class SqliteStore implements StoreOfRecord {
     if (this.checkpointing) this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
     else {
       pushUpdate(this.groupChanges, handle, premise, creator, createdAt);
-      this.sinceEventRows++;
-      this.groupRows++;
+      this.logged(1);
     }
   }
 
   deleteSentex(handle: number, reason: string, seq: number): void {
-    if (this.checkpointing) {
-      this.stmts.deleteSentex!.run(handle);
-      this.stmts.insertTombstone!.run(handle, reason, seq);
-    } else {
+    if (this.checkpointing) this.writeDelete(handle, reason, seq);
+    else {
       pushDelete(this.groupChanges, handle, reason, seq);
-      this.sinceEventRows++;
-      this.groupRows++;
+      this.logged(1);
     }
   }
 
@@ -399,10 +406,7 @@ export class SqliteStore implements StoreOfRecord {
     const all = this.pending.copy().apply(this.groupChanges);
     const inserts: StoredRow[] = [];
     for (const [h, e] of all.map) {
-      if (e.del) {
-        this.stmts.deleteSentex!.run(h);
-        this.stmts.insertTombstone!.run(h, e.del.reason, e.del.seq);
-      }
+      if (e.del) this.writeDelete(h, e.del.reason, e.del.seq);
       if (e.ins) {
         const [handle, context, sentence, premise, creator, createdAt, seq] = e.ins;
         inserts.push({ handle, context, sentence, premise, creator, createdAt, seq });

@@ -101,6 +101,39 @@ export function rawExchange(port: number, head: string | Buffer): Promise<string
   });
 }
 
+/**
+ * A raw client that may keep sending after the server has answered: half-open (it writes on
+ * past the server's FIN, as undici's body writer does). `answer` gathers every byte read,
+ * `answered` resolves once the answer's headers are in, `errors` collects socket error codes.
+ */
+export function halfOpenClient(port: number) {
+  const sock = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+  const c = { sock, answer: "", errors: [] as string[], answered: undefined as unknown as Promise<void>, closed: undefined as unknown as Promise<void> };
+  sock.on("error", (e: NodeJS.ErrnoException) => c.errors.push(e.code ?? e.message));
+  c.answered = new Promise<void>((resolve) => sock.on("data", (d: Buffer) => ((c.answer += d.toString()), c.answer.includes("\r\n\r\n") && resolve())));
+  c.closed = new Promise<void>((resolve) => sock.on("close", () => resolve()));
+  return c;
+}
+
+/**
+ * Send `head` (which declares a body of `total` bytes), wait for the server's answer from the
+ * headers, then send that body anyway, `chunk` bytes every `gapMs`, and end: what a client
+ * still writing an over-limit body sees. Resolves once the connection has closed.
+ */
+export async function sendPastAnswer(port: number, head: string, total: number, chunk: number, gapMs: number): Promise<{ answer: string; errors: string[]; sent: number }> {
+  const c = halfOpenClient(port);
+  c.sock.write(head);
+  await c.answered;
+  let sent = 0;
+  for (; sent < total && !c.sock.destroyed; sent += chunk) {
+    await new Promise<void>((resolve) => c.sock.write("x".repeat(chunk), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, gapMs));
+  }
+  c.sock.end();
+  await c.closed;
+  return { answer: c.answer, errors: c.errors, sent };
+}
+
 /** Read SSE frames from a streaming fetch body until `until` says stop. */
 export async function readSse(
   res: Response,

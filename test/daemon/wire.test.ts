@@ -3,8 +3,7 @@
  * request-refusal type with its status.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { connect } from "node:net";
-import { spawnDaemon, call, rawExchange, type Daemon } from "./helpers.js";
+import { spawnDaemon, call, rawExchange, halfOpenClient, sendPastAnswer, type Daemon } from "./helpers.js";
 import { KEYLESS_PATHS, WRITE_PATHS } from "../../src/channel/wire.js";
 
 let d: Daemon;
@@ -256,23 +255,8 @@ describe("refusals: every request-refusal type with its status", () => {
     // The answer comes from the headers; the body keeps arriving after it. A daemon that closed
     // at once would leave that body unread and the kernel would reset the connection: the
     // client's next write fails (EPIPE) and a client that had not read the 413 yet loses it.
-    // Half-open, as a client that keeps sending after the daemon's FIN (undici's body writer does).
-    const sock = connect({ port: d.port, host: "127.0.0.1", allowHalfOpen: true });
-    let answer = "";
-    const errors: string[] = [];
-    sock.on("error", (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
-    const answered = new Promise<void>((resolve) => sock.on("data", (c) => ((answer += c.toString()), answer.includes("\r\n\r\n") && resolve())));
-    const ended = new Promise<void>((resolve) => sock.on("close", () => resolve()));
     const total = 200_000;
-    sock.write(`POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
-    await answered;
-    let sent = 0;
-    for (; sent < total && !sock.destroyed; sent += 10_000) {
-      await new Promise<void>((resolve) => sock.write("x".repeat(10_000), () => resolve()));
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    sock.end();
-    await ended;
+    const { answer, errors, sent } = await sendPastAnswer(d.port, `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`, total, 10_000, 5);
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toContain('"type":"body-too-large"');
     expect(errors).toEqual([]);
@@ -280,32 +264,25 @@ describe("refusals: every request-refusal type with its status", () => {
   });
 
   it("a request pipelined behind an over-limit body on its closing connection is never served: no write the client cannot hear of", async () => {
-    const sock = connect({ port: d.port, host: "127.0.0.1", allowHalfOpen: true });
-    sock.on("error", () => undefined);
-    let got = "";
-    sock.on("data", (c) => (got += c.toString()));
-    const closed = new Promise<void>((resolve) => sock.on("close", () => resolve()));
+    const c = halfOpenClient(d.port);
     const big = "x".repeat(10_000);
     const next = JSON.stringify({ sentence: "(dog PipelinedBehindRefusal)", context: "CxPets" });
     const head = (len: number) => `POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
-    sock.end(head(big.length) + big + head(Buffer.byteLength(next)) + next);
-    await closed; // the daemon reads both, then our end: the connection closes
-    expect(got.match(/HTTP\/1\.1 \d+/g)).toEqual(["HTTP/1.1 413"]);
+    c.sock.end(head(big.length) + big + head(Buffer.byteLength(next)) + next);
+    await c.closed; // the daemon reads both, then our end: the connection closes
+    expect(c.answer.match(/HTTP\/1\.1 \d+/g)).toEqual(["HTTP/1.1 413"]);
     const q = await call(d.url, "POST", "/v1/query", { goal: "(dog PipelinedBehindRefusal)", context: "CxPets" });
     expect(q.body.solutions).toEqual([]);
   });
 
   it("a daemon that stops cuts a lingering connection at once: its graceful close does not wait on it", async () => {
     const own = await spawnDaemon({ args: ["--max-body-bytes", "4096", "--shutdown-grace-ms", "5000"] });
-    const sock = connect({ port: own.port, host: "127.0.0.1", allowHalfOpen: true });
-    sock.on("error", () => undefined);
-    let answer = "";
-    const answered = new Promise<void>((resolve) => sock.on("data", (c) => ((answer += c.toString()), answer.includes("\r\n\r\n") && resolve())));
-    sock.write(`POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${own.port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`);
-    await answered; // lingering now: the daemon would drop the body if it came
+    const c = halfOpenClient(own.port);
+    c.sock.write(`POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1:${own.port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`);
+    await c.answered; // lingering now: the daemon would drop the body if it came
     await own.stop();
-    sock.destroy();
-    expect(answer).toMatch(/^HTTP\/1\.1 413/);
+    c.sock.destroy();
+    expect(c.answer).toMatch(/^HTTP\/1\.1 413/);
     // Had the close waited on the connection, its grace would have run out and said so.
     expect(own.stderr()).toContain('"msg":"stopped"');
     expect(own.stderr()).not.toContain("ran out of time");

@@ -3,8 +3,7 @@
  * shape, recall, replies and escalations as knowledge, catch-up with its bounds and dedup,
  * and the loopback HTTP surface. The same code runs over the wire in e2e.slow.test.ts.
  */
-import { rawExchange } from "../../daemon/helpers.js";
-import { connect } from "node:net";
+import { rawExchange, sendPastAnswer } from "../../daemon/helpers.js";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { request } from "undici";
 import { answersTo, join, local, type Medium, poseQuery, speakerOf, answerContent } from "../../../src/channel/index.js";
@@ -224,23 +223,8 @@ describe("the loopback HTTP surface", () => {
     const http = await startHttp({ host: "127.0.0.1", port: 0, secret: SECRET, ingest: async () => ({ query: 1 }), status: () => ({}), log: () => undefined });
     onTestFinished(() => http.close());
     const { port } = new URL(http.url);
-    // Half-open, as a client whose body writer goes on after the answer.
-    const sock = connect({ port: Number(port), host: "127.0.0.1", allowHalfOpen: true });
-    let answer = "";
-    const errors: string[] = [];
-    sock.on("error", (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
-    const answered = new Promise<void>((resolve) => sock.on("data", (c) => ((answer += c.toString()), answer.includes("\r\n\r\n") && resolve())));
-    const closed = new Promise<void>((resolve) => sock.on("close", () => resolve()));
     const total = 1_000_000;
-    sock.write(`POST /dm HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
-    await answered;
-    let sent = 0;
-    for (; sent < total && !sock.destroyed; sent += 50_000) {
-      await new Promise<void>((resolve) => sock.write("x".repeat(50_000), () => resolve()));
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    sock.end();
-    await closed;
+    const { answer, errors, sent } = await sendPastAnswer(Number(port), `POST /dm HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`, total, 50_000, 2);
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(errors).toEqual([]);
     expect(sent).toBe(total);
