@@ -142,27 +142,61 @@ const QUERY_STEPS = {
 } as const;
 
 /**
- * p50 and p99 (us) of `step` on each KB, measured in ROUNDS interleaved rounds of 2 000
- * (after 2 untimed), so the machine's drift falls on every size alike.
+ * p50 and p99 (us) of `step` on each target (a KB, or a floor structure of the same size),
+ * measured in ROUNDS interleaved rounds of 2 000 (after 2 untimed), so the machine's drift
+ * falls on every size alike.
  */
-function interleaved(kbs: { kb: Kb; size: number }[], step: (kb: Kb, e: number) => number): { p50: number; p99: number }[] {
+function interleaved<T>(targets: { on: T; size: number }[], step: (on: T, e: number) => number): { p50: number; p99: number }[] {
   const ROUNDS = 10;
-  const times = kbs.map((): number[] => []);
-  const seeds = kbs.map(() => 12345);
+  const times = targets.map((): number[] => []);
+  const seeds = targets.map(() => 12345);
+  let sink = 0;
   for (let r = 0; r < ROUNDS + 2; r++) {
-    kbs.forEach(({ kb, size }, k) => {
+    targets.forEach(({ on, size }, k) => {
       let x = seeds[k]!;
       for (let i = 0; i < 2_000; i++) {
         x = nextSeed(x);
         const t = nowNs();
-        step(kb, x % size);
+        sink += step(on, x % size);
         if (r >= 2) times[k]!.push(Number(nowNs() - t) / 1000);
       }
       seeds[k] = x;
     });
   }
+  if (!Number.isFinite(sink)) throw new Error("a step returned a non-number");
   return times.map((t) => (t.sort((a, b) => a - b), { p50: percentile(t, 50), p99: percentile(t, 99) }));
 }
+
+/**
+ * The memory floor of the query's growth: what reading one random sentex's answer among
+ * `size` costs when nothing but memory stands in the way. Each sentex is a bare record
+ * (its handle and its atom, built in one go so that record, atom and strings lie together,
+ * which no real index can promise), reached by its position in a plain array, no hashing,
+ * no key comparison: fewer dependent loads than any index needs. `map` is the same records
+ * behind a bare `Map` from the bound argument, the least a hashed index does.
+ */
+interface Floor {
+  byPos: { h: number; atom: string[] }[];
+  byArg: Map<string, { h: number; atom: string[] }>;
+}
+
+function floorOf(size: number): Floor {
+  const byPos: Floor["byPos"] = new Array(size);
+  const byArg: Floor["byArg"] = new Map();
+  for (let i = 0; i < size; i++) {
+    const rec = { h: i + 1, atom: ["rel", `E${i}`, `V${i}`] };
+    byPos[i] = rec;
+    byArg.set(rec.atom[1]!, rec);
+  }
+  return { byPos, byArg };
+}
+
+const FLOOR_STEPS = {
+  /** The answer of the record at a position: array slot, record, atom, answer string. */
+  direct_answer: (f: Floor, e: number) => f.byPos[e]!.atom[2]!.length,
+  /** The same through a bare Map keyed by the bound argument's text. */
+  map_answer: (f: Floor, e: number) => f.byArg.get(`E${e}`)!.atom[2]!.length,
+} as const;
 
 async function scale(suite: Suite): Promise<void> {
   const dir = tmp();
@@ -187,10 +221,11 @@ async function scale(suite: Suite): Promise<void> {
     suite.add("memory_per_sentex_1000000", { value: Math.round(perSentex), unit: "bytes", target: "value <= 800", met: perSentex <= 800, note: `resident memory (VmRSS) growth after GC; JS heap ${Math.round(heapPer)} bytes per sentex` });
 
     const sizes = [
-      { kb: small, size: 10_000 },
-      { kb, size: 1_000_000 },
+      { on: small, size: 10_000 },
+      { on: kb, size: 1_000_000 },
     ];
     const how = "p50 of 20 000, the two sizes measured in interleaved rounds";
+    let queryAt4 = NaN;
     for (const [step, fn] of Object.entries(QUERY_STEPS)) {
       const [at4, at6] = interleaved(sizes, fn);
       const name = step === "query" ? "query_one_bound" : `query_step_${step}`;
@@ -201,8 +236,29 @@ async function scale(suite: Suite): Promise<void> {
         note: `${how}; ratio = p50 at 10^4 / p50 here${step === "query" ? "; >= 0.67 means <= 1.5x growth" : `; +${(at6!.p50 - at4!.p50).toFixed(2)} us`}`,
       });
       if (step === "query") {
+        queryAt4 = at4!.p50;
         suite.add("query_one_bound_p99_1000000", { value: at6!.p99, unit: "us" });
         suite.add("query_one_bound_p50_1000000_abs", { value: at6!.p50, unit: "us", target: "value <= 20", met: at6!.p50 <= 20 });
+      }
+    }
+    // The floor, in the same process and rounds: growth no index kept in the JS heap avoids.
+    // With the query's own time at 10^4 as q4, a query that grew by the floor's growth and
+    // nothing more would grow (q4 + floor) / q4: the best ratio reachable on this machine.
+    {
+      const floors = [
+        { on: floorOf(10_000), size: 10_000 },
+        { on: floorOf(1_000_000), size: 1_000_000 },
+      ];
+      for (const [step, fn] of Object.entries(FLOOR_STEPS)) {
+        const [at4, at6] = interleaved(floors, fn);
+        const growth = at6!.p50 - at4!.p50;
+        suite.add(`query_floor_${step}_p50_10000`, { value: at4!.p50, unit: "us", note: how });
+        suite.add(`query_floor_${step}_p50_1000000`, { value: at6!.p50, unit: "us", note: `${how}; +${growth.toFixed(2)} us` });
+        suite.add(`query_growth_ceiling_${step}`, {
+          value: queryAt4 / (queryAt4 + growth),
+          unit: "ratio",
+          note: `the query's ratio had it grown by the floor's +${growth.toFixed(2)} us alone (${queryAt4.toFixed(2)} us at 10^4); a ceiling under 0.67 puts the 1.5x target beyond this machine for any in-heap index`,
+        });
       }
     }
     await small.close();
