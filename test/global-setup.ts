@@ -1,6 +1,6 @@
 import { spawnSync, execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { processAlive, runPrefix, staleTestDatabases, TEST_DB_STEM } from "./pg-runs.js";
 
 /**
  * Before any test: bring up every real server the suite needs (scripts/provision.sh: nats,
@@ -10,27 +10,44 @@ import pg from "pg";
  * integration tests spawn the real daemon and agent processes from it.
  *
  * The databases this run's tests create on the shared cluster carry the run's own prefix
- * (KOINII_TEST_DB_PREFIX) and are dropped when the run ends, so runs do not pile them up
- * (a cluster with a thousand left over took minutes to recover after a restart).
+ * (KOINII_TEST_DB_PREFIX, naming this process) and are dropped when the run ends; before
+ * the tests, those of earlier runs whose process is gone (killed, so their teardown never
+ * ran) are dropped too. Runs do not pile them up: a cluster with a thousand left over took
+ * minutes to recover after a restart.
  */
-export default function setup(): () => Promise<void> {
+export default async function setup(): Promise<() => Promise<void>> {
   provision();
-  process.env.KOINII_TEST_DB_PREFIX = `koinii_t_${randomBytes(4).toString("hex")}_`;
+  process.env.KOINII_TEST_DB_PREFIX = runPrefix(process.pid);
+  await dropStaleDatabases();
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], { stdio: "inherit" });
   return dropRunDatabases;
 }
 
 /** Drop every database this run created (open connections to them are ended first). */
 async function dropRunDatabases(): Promise<void> {
-  const url = process.env.KOINII_TEST_PG_URL;
   const prefix = process.env.KOINII_TEST_DB_PREFIX;
-  if (!url || !prefix) return;
+  if (!prefix) return;
+  const n = await dropDatabases((names) => names.filter((d) => d.startsWith(prefix)));
+  if (n !== undefined) process.stderr.write(`teardown: dropped this run's ${n} test databases (${prefix}*)\n`);
+}
+
+/** Drop the test databases of earlier runs whose process is gone. */
+async function dropStaleDatabases(): Promise<void> {
+  const n = await dropDatabases((names) => staleTestDatabases(names, processAlive));
+  if (n) process.stderr.write(`setup: dropped ${n} test databases that killed runs left behind\n`);
+}
+
+/** Drop the cluster's test databases that `pick` chooses; how many, or undefined without a cluster. */
+async function dropDatabases(pick: (names: string[]) => string[]): Promise<number | undefined> {
+  const url = process.env.KOINII_TEST_PG_URL;
+  if (!url) return undefined;
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    const rows = (await c.query<{ datname: string }>("select datname from pg_database where starts_with(datname, $1)", [prefix])).rows;
-    for (const { datname } of rows) await c.query(`drop database "${datname}" with (force)`);
-    process.stderr.write(`teardown: dropped this run's ${rows.length} test databases (${prefix}*)\n`);
+    const names = (await c.query<{ datname: string }>("select datname from pg_database where starts_with(datname, $1)", [TEST_DB_STEM])).rows.map((r) => r.datname);
+    const chosen = pick(names);
+    for (const d of chosen) await c.query(`drop database "${d}" with (force)`);
+    return chosen.length;
   } finally {
     await c.end();
   }

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll } from "vitest";
 import { startPostgres } from "../../bench/procs.js";
+import { TEST_DB_STEM } from "../pg-runs.js";
 
 let server: Promise<{ url: string; stop(): Promise<void> }> | undefined;
 
@@ -28,7 +29,7 @@ async function serverUrl(): Promise<string> {
 export async function freshDatabase(): Promise<string> {
   const base = new URL(await serverUrl());
   // The run's prefix (the global setup drops its databases when the run ends).
-  const name = `${process.env.KOINII_TEST_DB_PREFIX ?? "koinii_t_"}${randomBytes(6).toString("hex")}`;
+  const name = `${process.env.KOINII_TEST_DB_PREFIX ?? TEST_DB_STEM}${randomBytes(6).toString("hex")}`;
   const c = new pg.Client({ connectionString: base.toString() });
   await c.connect();
   try {
