@@ -240,11 +240,29 @@ export class MemIndex {
   /** Atoms held at both polarities somewhere, by their text: where clashes can be. */
   readonly opposed = new Map<string, List>();
 
+  /** One string per name (predicate, context, creator): each node points at it instead of holding its own copy. */
+  private readonly names = new Map<string, string>();
+
   get size(): number {
     return this.byHandle.size;
   }
 
+  /**
+   * The index's own copy of a name equal to `s`. A name parsed or read back per sentex is a
+   * fresh string each time; sharing one keeps a million nodes from holding a million copies
+   * and leaves the one a match compares with in the cache. Names are never dropped (like
+   * the predicate map's keys, they are bounded by the vocabulary the KB has seen).
+   */
+  intern(s: string): string {
+    const c = this.names.get(s);
+    if (c !== undefined) return c;
+    this.names.set(s, s);
+    return s;
+  }
+
   add(n: Node): void {
+    const atom = n.atom as Term[];
+    if (typeof atom[0] === "string") atom[0] = this.intern(atom[0]);
     this.byHandle.set(n.h, n);
     const before = this.byAtom.add(n);
     if (before !== undefined && this.bucketHasOpposite(n)) this.opposed.set(n.akey, n.atom);
