@@ -90,6 +90,23 @@ function fsyncMs(n: number): number {
  */
 const WARMUP_REQUESTS = 10_000;
 
+/**
+ * Timed runs per server and concurrency; the figure is the fastest (B8). One run of a few
+ * thousand requests lasts about a second, and consecutive runs on the same daemon at `full`
+ * c8 moved by up to 2x (3 118 to 5 851 req/s in one daemon's three runs after its warm-up).
+ */
+const TIMED_RUNS = 3;
+
+/** The fastest of TIMED_RUNS loads (its p50 and p99 with it). */
+async function fastest(url: string, clients: number, total: number): Promise<LoadResult> {
+  let best: LoadResult | undefined;
+  for (let i = 0; i < TIMED_RUNS; i++) {
+    const r = await load(url, clients, total);
+    if (!best || r.rps > best.rps) best = r;
+  }
+  return best!;
+}
+
 /** The store's own cumulative counts from the daemon's /metrics. */
 async function storeCounts(url: string): Promise<{ commits: number; fsyncs: number; seconds: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -111,7 +128,7 @@ async function roundTrips(suite: Suite): Promise<void> {
   await load(bare.url, 8, WARMUP_REQUESTS);
   for (const c of CLIENTS) {
     await load(bare.url, c, 500);
-    const r = await load(bare.url, c, 5000);
+    const r = await fastest(bare.url, c, 5000);
     suite.add(`bare_fastify_c${c}_rps`, { value: r.rps, unit: "req/s" });
   }
   await bare.stop();
@@ -120,7 +137,7 @@ async function roundTrips(suite: Suite): Promise<void> {
     await load(raw.url, 8, WARMUP_REQUESTS);
     for (const c of CLIENTS) {
       await load(raw.url, c, 200);
-      const r = await load(raw.url, c, durability === "full" ? 2000 : 5000);
+      const r = await fastest(raw.url, c, durability === "full" ? 2000 : 5000);
       suite.add(`raw_sqlite_route_${durability}_c${c}_rps`, { value: r.rps, unit: "req/s", note: `p50 ${r.p50.toFixed(3)} ms` });
     }
     await raw.stop();
@@ -132,11 +149,11 @@ async function roundTrips(suite: Suite): Promise<void> {
       if (probe) fsyncs.push(fsyncMs(200));
       const before = probe ? await storeCounts(daemon.url) : undefined;
       const timed = durability === "full" ? 3000 : 5000;
-      const r = await load(daemon.url, c, timed);
+      const r = await fastest(daemon.url, c, timed);
       if (before) {
         const after = await storeCounts(daemon.url);
         const n = after.fsyncs - before.fsyncs;
-        daemonFsync = { ms: ((after.seconds - before.seconds) * 1000) / n, perCommit: timed / (after.commits - before.commits), fsyncs: n };
+        daemonFsync = { ms: ((after.seconds - before.seconds) * 1000) / n, perCommit: (TIMED_RUNS * timed) / (after.commits - before.commits), fsyncs: n };
       }
       if (probe) fsyncs.push(fsyncMs(200));
       suite.compare(`assert_${durability}_c${c}_rps`, r.rps, "req/s", `raw_sqlite_route_${durability}_c${c}_rps`, {
@@ -164,7 +181,7 @@ async function roundTrips(suite: Suite): Promise<void> {
   const round = 8000 / normal;
   suite.add("full_vs_normal_c8_ceiling", { value: round / (round + f), unit: "x", note: `a round of 8 writes at normal (${round.toFixed(2)} ms) / (that + fsync_p50): the most a closed loop of 8 can reach at full relative to normal on this disk` });
   if (!daemonFsync) throw new Error("the full c8 load read no fsync counts from the daemon");
-  suite.add("full_c8_daemon_fsync_mean", { value: daemonFsync.ms, unit: "ms", note: `the daemon's own WAL fsyncs during the full c8 load (${daemonFsync.fsyncs} of them, /metrics koinii_wal_fsync_seconds_total / koinii_wal_fsyncs_total); ${daemonFsync.perCommit.toFixed(2)} requests per group commit` });
+  suite.add("full_c8_daemon_fsync_mean", { value: daemonFsync.ms, unit: "ms", note: `the daemon's own WAL fsyncs during the full c8 loads (all ${TIMED_RUNS} runs: ${daemonFsync.fsyncs} of them, /metrics koinii_wal_fsync_seconds_total / koinii_wal_fsyncs_total); ${daemonFsync.perCommit.toFixed(2)} requests per group commit` });
   suite.add("full_vs_normal_c8_ceiling_under_load", { value: round / (round + daemonFsync.ms), unit: "x", note: "the same ceiling with the fsync the daemon's groups actually waited" });
   suite.compare("assert_full_c8_vs_normal", suite.figures["assert_full_c8_rps"]!.value, "req/s", "assert_normal_c8_rps", { higherIsBetter: true, minRatio: 0.9 });
   const bareC8 = suite.figures["assert_full_c8_vs_bare"]!;
