@@ -182,7 +182,7 @@ async function roundTrips(suite: Suite): Promise<void> {
   suite.add("full_vs_normal_c8_ceiling", { value: round / (round + f), unit: "x", note: `a round of 8 writes at normal (${round.toFixed(2)} ms) / (that + fsync_p50): the most a closed loop of 8 can reach at full relative to normal on this disk` });
   if (!daemonFsync) throw new Error("the full c8 load read no fsync counts from the daemon");
   suite.add("full_c8_daemon_fsync_mean", { value: daemonFsync.ms, unit: "ms", note: `the daemon's own WAL fsyncs during the full c8 loads (all ${TIMED_RUNS} runs: ${daemonFsync.fsyncs} of them, /metrics koinii_wal_fsync_seconds_total / koinii_wal_fsyncs_total); ${daemonFsync.perCommit.toFixed(2)} requests per group commit` });
-  suite.add("full_vs_normal_c8_ceiling_under_load", { value: round / (round + daemonFsync.ms), unit: "x", note: "the same ceiling with the fsync the daemon's groups actually waited" });
+  suite.add("full_vs_normal_c8_ceiling_under_load", { value: round / (round + daemonFsync.ms), unit: "x", note: "the same formula with the fsync the daemon's groups actually waited (call to callback); not a bound: while one group waits, another cohort's requests run, and 0.74x was measured against 0.60x here" });
   suite.compare("assert_full_c8_vs_normal", suite.figures["assert_full_c8_rps"]!.value, "req/s", "assert_normal_c8_rps", { higherIsBetter: true, minRatio: 0.9 });
   const bareC8 = suite.figures["assert_full_c8_vs_bare"]!;
   bareC8.target = "ratio >= 0.6";
