@@ -23,6 +23,9 @@ export function processAlive(pid: number): boolean {
   }
 }
 
+/** A run's database name: the stem, the run's process id, its tag. */
+const RUN_NAME = new RegExp(`^${TEST_DB_STEM}(\\d+)_[0-9a-f]{8}_`);
+
 /**
  * Of the cluster's database names, the test databases of runs whose process is gone: a
  * name with the stem and a process id that is not alive. Names without a process id (an
@@ -30,7 +33,7 @@ export function processAlive(pid: number): boolean {
  */
 export function staleTestDatabases(names: readonly string[], alive: (pid: number) => boolean): string[] {
   return names.filter((n) => {
-    const m = new RegExp(`^${TEST_DB_STEM}(\\d+)_[0-9a-f]{8}_`).exec(n);
+    const m = RUN_NAME.exec(n);
     return m !== null && !alive(Number(m[1]));
   });
 }

@@ -428,7 +428,7 @@ export class Engine {
     if (existing) {
       if (existing.premise < a.mark) {
         if (existing.premise === 0 && existing.creator === null) {
-          existing.creator = a.creator === null ? null : this.index.intern(a.creator);
+          existing.creator = this.index.intern(a.creator);
           existing.createdAt = this.writeTime();
         }
         existing.premise = a.mark;
@@ -497,7 +497,7 @@ export class Engine {
     const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey ?? printTerm(atom))) : undefined;
     if (reused) [h, seq] = reused;
     else h = this.nextHandle++;
-    const n = new Node(h, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 || creator === null ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), seq);
+    const n = new Node(h, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), seq);
     this.index.add(n);
     if (rule) this.indexRule(n);
     n.writeNo = this.writeNo;
@@ -901,7 +901,7 @@ export class Engine {
         this.reuse.set(identityKey(ctx, neg, akey), [handle, seq]);
         continue;
       }
-      const n = new Node(handle, this.index.intern(ctx), neg, atom, akey, rule, premise, creator === null ? null : this.index.intern(creator), createdAt, seq);
+      const n = new Node(handle, this.index.intern(ctx), neg, atom, akey, rule, premise, this.index.intern(creator), createdAt, seq);
       this.index.add(n);
       if (rule) this.indexRule(n);
       if (atom[0] === "genlCx" && !neg) {

@@ -248,12 +248,15 @@ export class MemIndex {
   }
 
   /**
-   * The index's own copy of a name equal to `s`. A name parsed or read back per sentex is a
+   * The index's own copy of a name equal to `s` (null stays null). A name parsed or read back per sentex is a
    * fresh string each time; sharing one keeps a million nodes from holding a million copies
    * and leaves the one a match compares with in the cache. Names are never dropped (like
    * the predicate map's keys, they are bounded by the vocabulary the KB has seen).
    */
-  intern(s: string): string {
+  intern(s: string): string;
+  intern(s: string | null): string | null;
+  intern(s: string | null): string | null {
+    if (s === null) return null;
     const c = this.names.get(s);
     if (c !== undefined) return c;
     this.names.set(s, s);
