@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { openKb, DEFAULT_CHECKPOINT, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
+import { openKb, DEFAULT_CHECKPOINT, DEFAULT_INLINE_FSYNC_MAX_MS, DEFAULT_READ_LIMITS, DEFAULT_PROGRESS_INTERVAL_MS, progressLine } from "../kb/index.js";
 import { PgStore, DEFAULT_PG_LIMITS, isPostgresUrl } from "../kb/pgstore.js";
 import { createServer, packageRoot, DEFAULT_DAEMON_LIMITS } from "../daemon/index.js";
 import { Rejoiner } from "../daemon/rejoin.js";
@@ -23,6 +23,10 @@ import { isLoopbackBind } from "../net/loopback.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
+  return Number(v);
+};
+const wholeOrZero = (v: string): number => {
+  if (!/^[0-9]{1,15}$/.test(v)) throw new InvalidArgumentError("expected a whole number >= 0");
   return Number(v);
 };
 const absoluteUrl = (v: string): string => {
@@ -61,6 +65,8 @@ interface ServeOptions {
   feedRetentionEvents: number;
   checkpointEvents: number;
   checkpointRows: number;
+  inlineFsyncMaxMs: number;
+  loneWriterWindowMs: number;
   maxPollLimit: number;
   quiet?: boolean;
   progressIntervalMs: number;
@@ -104,6 +110,7 @@ export function registerServeCommand(program: Command): void {
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--checkpoint-events <n>", "SQLite: events the log holds past the sentex table's checkpoint before the next checkpoint (bounds the reopen's replay)", positive, DEFAULT_CHECKPOINT.events)
     .option("--checkpoint-rows <n>", "SQLite: row changes the log holds past the checkpoint before the next one", positive, DEFAULT_CHECKPOINT.rows)
+    .option("--inline-fsync-max-ms <ms>", "full: a lone writer's WAL fsync runs on the event loop (no thread-pool handoff) while the last fsync took at most this long; what arrives meanwhile waits that one fsync; 0 = always on the thread pool", wholeOrZero, DEFAULT_INLINE_FSYNC_MAX_MS)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
     .option("--quiet", "no progress lines on stderr (reopening a large store)")
     .option("--progress-interval-ms <ms>", "how often long work (reopening the store) prints a progress line on stderr", positive, DEFAULT_PROGRESS_INTERVAL_MS)
@@ -115,6 +122,7 @@ export function registerServeCommand(program: Command): void {
     .option("--request-timeout-ms <ms>", "a request's headers and body must arrive within this (408 request-timeout past it)", positive, DEFAULT_DAEMON_LIMITS.requestTimeoutMs)
     .option("--max-edit-entries <n>", "most adds + removes in one edit (413 edit-too-large past it)", positive, DEFAULT_DAEMON_LIMITS.maxEditEntries)
     .option("--max-atom-bytes <n>", "longest atom in a sentence and longest context or other name, in UTF-8 bytes (400 too-long past it)", positive, DEFAULT_DAEMON_LIMITS.maxAtomBytes)
+    .option("--lone-writer-window-ms <ms>", "full: a writer counts as alone (its WAL fsync may run inline, see --inline-fsync-max-ms) while no other client sent a write within this", positive, DEFAULT_DAEMON_LIMITS.loneWriterWindowMs)
     .option("--idempotency-ttl-ms <ms>", "how long a write's Idempotency-Key is honoured (and kept) after its first answer; an older key is a new write", positive, DEFAULT_DAEMON_LIMITS.idempotencyTtlMs)
     .action(async (o: ServeOptions) => {
       const adminToken = process.env.KOINII_ADMIN_TOKEN?.trim() ? process.env.KOINII_ADMIN_TOKEN : undefined;
@@ -138,6 +146,7 @@ export function registerServeCommand(program: Command): void {
             contextsDir: o.contexts,
             feedRetentionEvents: o.feedRetentionEvents,
             checkpoint: { events: o.checkpointEvents, rows: o.checkpointRows },
+            inlineFsyncMaxMs: o.inlineFsyncMaxMs,
             readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
             progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },
           });
@@ -159,6 +168,7 @@ export function registerServeCommand(program: Command): void {
           maxEditEntries: o.maxEditEntries,
           maxAtomBytes: o.maxAtomBytes,
           idempotencyTtlMs: o.idempotencyTtlMs,
+          loneWriterWindowMs: o.loneWriterWindowMs,
         },
         mcp: { maxSessions: o.maxMcpSessions, idleSessionMs: o.mcpIdleSessionMs },
       });

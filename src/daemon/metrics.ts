@@ -39,6 +39,7 @@ export class Metrics {
       new client.Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
     counter("koinii_store_commits_total", "Group commits of the store of record", () => store()?.commits ?? 0);
     counter("koinii_wal_fsyncs_total", "WAL fsyncs the store ran itself (SQLite at durability full)", () => store()?.walFsyncs?.count ?? 0);
+    counter("koinii_wal_fsyncs_inline_total", "Of those, the fsyncs a lone writer ran on the event loop (--inline-fsync-max-ms)", () => store()?.walFsyncs?.inline ?? 0);
     counter("koinii_wal_fsync_seconds_total", "Time those WAL fsyncs took, in seconds (divide by koinii_wal_fsyncs_total for the mean a group waits)", () => store()?.walFsyncs?.seconds ?? 0);
     client.collectDefaultMetrics({ register: this.registry, prefix: "koinii_" });
   }

@@ -36,6 +36,7 @@ import { consoleRoutes } from "../console/serve.js";
 import { mountMcp, type McpHttpLimits } from "../mcp/http.js";
 import { LingeringCloses } from "./linger.js";
 import { IdempotencyKeys, IDEMPOTENCY_HEADER, idempotencyKey, requestSha256 } from "./idempotency.js";
+import { RecentWriters } from "./writers.js";
 
 /** Every bound of the daemon besides the feed's, each with its unit in its name. */
 export interface DaemonLimits {
@@ -53,6 +54,8 @@ export interface DaemonLimits {
   maxAtomBytes: number;
   /** How long an `Idempotency-Key`'s answer is honoured (and kept) after it was first given. */
   idempotencyTtlMs: number;
+  /** At `full` on SQLite: a writer counts as alone (its WAL fsync may run inline) while no other client sent a write within this (writers.ts). */
+  loneWriterWindowMs: number;
 }
 
 export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
@@ -63,6 +66,7 @@ export const DEFAULT_DAEMON_LIMITS: DaemonLimits = {
   maxEditEntries: 10_000,
   maxAtomBytes: 65_536,
   idempotencyTtlMs: 24 * 60 * 60 * 1000,
+  loneWriterWindowMs: 10,
 };
 
 /** Body fields that hold a sentence (measured atom by atom); every other string field is a name, measured whole. */
@@ -133,7 +137,10 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
   let cur: { kb: Kb; hub: FeedHub; access: Access; table: RouteDef[]; keys: IdempotencyKeys } | undefined;
   let rejoin: { why: string; retryAfterMs: number } | undefined;
   const metrics = new Metrics(() => cur?.hub, () => cur!.hub.headSeq, () => cur?.kb.store);
+  /** The clients that wrote lately: while there are several, no WAL fsync blocks the loop (writers.ts). */
+  const writers = new RecentWriters(limits.loneWriterWindowMs);
   const serve = async (kb: Kb) => {
+    kb.store.gateInlineFsync?.(() => writers.several());
     const access = await Access.open(kb, { adminToken: opts.adminToken });
     // A follower learns of tokens the writer stores; a failed re-read keeps the tokens it had.
     kb.store.cluster?.onPrincipals(() => void access.reload().catch((err: unknown) => log.warn({ err }, "re-reading the agent tokens failed")));
@@ -275,6 +282,7 @@ export async function createServer(opts: ServerOptions): Promise<KoiniiServer> {
       done(e as Error);
       return;
     }
+    if (req.routeOptions.config.writerOnly) writers.saw(req.raw.socket);
     if (!reply.sent) done(); // an answer sent by the guard ends the request here
   });
 

@@ -5,7 +5,7 @@ export { DEFAULT_READ_LIMITS, type ReadLimits } from "./query.js";
 export type { AddEntry, Strength, RemovalReason, EngineLimits, Bounded } from "./engine.js";
 export { DEFAULT_ENGINE_LIMITS } from "./engine.js";
 export type { FsyncFn, CheckpointLimits } from "./store.js";
-export { DEFAULT_CHECKPOINT } from "./store.js";
+export { DEFAULT_CHECKPOINT, DEFAULT_INLINE_FSYNC_MAX_MS } from "./store.js";
 export type { Durability, StoreOfRecord } from "./store-of-record.js";
 export { KbError, isKbError, KB_ERROR_TYPES } from "./errors.js";
 export type { KbErrorType, Problem } from "./errors.js";

@@ -97,6 +97,10 @@ export interface KbOptions {
   readLimits?: Partial<ReadLimits>;
   /** The WAL fsync seam (tests simulate a power cut through it); default `fs.fsync`. */
   fsync?: FsyncFn;
+  /** The synchronous fsync of a lone writer's group (store.ts `StoreOptions.fsyncSync`). */
+  fsyncSync?: (fd: number) => void;
+  /** A lone writer's fsync runs inline while the last fsync took at most this long (ms); 0 = never (store.ts). */
+  inlineFsyncMaxMs?: number;
   /** When the SQLite log is checkpointed into the sentex table (store.ts `CheckpointLimits`). */
   checkpoint?: Partial<CheckpointLimits>;
   /** Where the reopen reports its progress, and how often (none: silent). */
@@ -623,7 +627,7 @@ export const openKb = (opts: KbOptions): Promise<Kb> => Kb.open(opts);
 
 function openSqlite(opts: KbOptions): Promise<SqliteStore> {
   if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
-  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync, checkpoint: opts.checkpoint });
+  return SqliteStore.open(opts.path, opts.durability ?? "full", { fsync: opts.fsync, fsyncSync: opts.fsyncSync, inlineFsyncMaxMs: opts.inlineFsyncMaxMs, checkpoint: opts.checkpoint });
 }
 
 export type { List };

@@ -99,7 +99,13 @@ export interface StoreOfRecord {
   /** Groups committed so far. */
   readonly commits: number;
   /** The WAL fsyncs this store ran itself (`full` durability on SQLite) and their total time; undefined where the store runs none. */
-  readonly walFsyncs?: { count: number; seconds: number };
+  readonly walFsyncs?: { count: number; seconds: number; inline: number };
+
+  /**
+   * SQLite at `full`: a lone writer's WAL fsync runs inline only while `othersWriting` says
+   * no other writer may be waiting (the daemon tells; store.ts). Absent where no fsync is ours.
+   */
+  gateInlineFsync?(othersWriting: () => boolean): void;
 
   /** Committed events after `afterSeq`, oldest first, at most `limit`. */
   readEvents(afterSeq: number, limit: number): Promise<FeedEvent[]>;

@@ -9,7 +9,8 @@
  * answered at its COMMIT (it survives a process kill, not a power loss). With `full` the
  * group is answered only after the WAL file is fsynced; that fsync runs on libuv's thread
  * pool, off the event loop (walsync.ts), so the writes arriving meanwhile are committed and
- * wait for the next fsync (one serves them all) instead of behind a blocked loop. SQLite itself runs
+ * wait for the next fsync (one serves them all) instead of behind a blocked loop; only a lone
+ * writer's fsync on a fast disk runs inline (`inlineFsyncMaxMs`). SQLite itself runs
  * with synchronous=NORMAL (it still syncs around checkpoints); our fsync of the WAL after
  * each COMMIT is what makes an acknowledged write survive a power loss.
  *
@@ -26,7 +27,7 @@
  * fsync and are answered when it succeeds: they are durable.
  */
 import Database from "better-sqlite3";
-import { openSync, fsync, closeSync, existsSync } from "node:fs";
+import { openSync, fsync, fsyncSync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
 import type { StoredRow } from "./engine.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
@@ -39,9 +40,19 @@ export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
 
 export type { FsyncFn } from "./walsync.js";
 
+/** The default of `StoreOptions.inlineFsyncMaxMs`. */
+export const DEFAULT_INLINE_FSYNC_MAX_MS = 1;
+
 export interface StoreOptions {
   /** How the WAL is fsynced at `full` durability (default `fs.fsync`). */
   fsync?: FsyncFn;
+  /**
+   * The synchronous fsync a lone writer's group uses (walsync.ts; default `fs.fsyncSync`).
+   * A test that gives `fsync` without it simulates the disk: every fsync then goes through `fsync`.
+   */
+  fsyncSync?: (fd: number) => void;
+  /** A lone writer's fsync runs on the loop only while the last fsync took at most this long (ms); 0 = never. */
+  inlineFsyncMaxMs?: number;
   /** The log's checkpoint thresholds (see `CheckpointLimits`); each defaults to `DEFAULT_CHECKPOINT`'s. */
   checkpoint?: Partial<CheckpointLimits>;
 }
@@ -120,11 +131,16 @@ export class SqliteStore implements StoreOfRecord {
   /** Commits so far (for metrics and tests). */
   commits = 0;
   /** The WAL fsyncs run so far and their total time (for metrics: what a group waits at `full`). */
-  get walFsyncs(): { count: number; seconds: number } | undefined {
+  get walFsyncs(): { count: number; seconds: number; inline: number } | undefined {
     return this.walSync?.stats;
   }
   /** Called once, with the first failure (K12). */
   onFailure: ((e: unknown) => void) | undefined;
+
+  /** A lone writer's fsync runs inline only while `othersWriting` says no (walsync.ts); at `normal` there is no fsync to gate. */
+  gateInlineFsync(othersWriting: () => boolean): void {
+    if (this.walSync) this.walSync.othersWriting = othersWriting;
+  }
 
   private constructor(db: Database.Database, kysely: Kysely<Schema>, walPath: string | undefined, opts: StoreOptions) {
     this.db = db;
@@ -132,7 +148,10 @@ export class SqliteStore implements StoreOfRecord {
     this.limits = checkpointLimits(opts.checkpoint);
     if (walPath) {
       this.walFd = openSync(walPath, "r+");
-      this.walSync = new WalSync(this.walFd, opts.fsync ?? fsync, (err) => this.abort(err));
+      const fsyncSyncFn = opts.fsyncSync ?? (opts.fsync ? undefined : fsyncSync);
+      const maxMs = opts.inlineFsyncMaxMs ?? DEFAULT_INLINE_FSYNC_MAX_MS;
+      if (!Number.isFinite(maxMs) || maxMs < 0) throw new RangeError(`inlineFsyncMaxMs must be a number of ms >= 0, got ${maxMs}`);
+      this.walSync = new WalSync(this.walFd, opts.fsync ?? fsync, (err) => this.abort(err), fsyncSyncFn && { fsyncSync: fsyncSyncFn, maxMs });
     }
     const k = kysely;
     const prep = (q: CompiledQuery) => db.prepare(q.sql);

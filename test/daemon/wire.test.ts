@@ -172,7 +172,7 @@ describe("the store's own counts in /metrics", () => {
     const read = async () => {
       const text = (await get("/metrics")).text as string;
       const value = (name: string) => Number(text.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1] ?? NaN);
-      return { commits: value("koinii_store_commits_total"), fsyncs: value("koinii_wal_fsyncs_total"), seconds: value("koinii_wal_fsync_seconds_total") };
+      return { commits: value("koinii_store_commits_total"), fsyncs: value("koinii_wal_fsyncs_total"), inline: value("koinii_wal_fsyncs_inline_total"), seconds: value("koinii_wal_fsync_seconds_total") };
     };
     const before = await read();
     for (let i = 0; i < 3; i++) expect((await post("/v1/assert", { sentence: `(dog Counted${i})`, context: "CxPets" })).status).toBe(200);
@@ -180,6 +180,9 @@ describe("the store's own counts in /metrics", () => {
     expect(after.commits - before.commits).toBe(3);
     expect(after.fsyncs - before.fsyncs).toBe(3);
     expect(after.seconds).toBeGreaterThan(before.seconds);
+    // Which of them ran inline depends on this disk's fsync time (under 1 ms: all three); they are among them.
+    expect(after.inline - before.inline).toBeGreaterThanOrEqual(0);
+    expect(after.inline - before.inline).toBeLessThanOrEqual(3);
   });
 });
 

@@ -9,7 +9,8 @@
  *    refused, /health is 503 with the reason, and what the store holds on reopen is exactly
  *    what was acknowledged.
  */
-import { fsync } from "node:fs";
+import { fsync, fsyncSync } from "node:fs";
+import { performance } from "node:perf_hooks";
 import { join } from "node:path";
 import { describe, it, expect } from "vitest";
 import { openKb, type Kb, type FsyncFn } from "../../src/kb/index.js";
@@ -78,6 +79,89 @@ describe("group commit at full: the fsync never holds the next group", () => {
     const seqs = (await Promise.all([a, b, c])).map((r) => r.seq);
     expect(fsyncs).toBe(2); // one fsync for the two groups that gathered behind the first
     expect(kb.headSeq).toBe(seqs[2]);
+    await kb.close();
+  });
+});
+
+describe("a lone writer's fsync runs inline (walsync.ts)", () => {
+  /** Both seams over the real fsync, counting which one each group used. */
+  function countedDisk() {
+    const n = { pool: 0, inline: 0 };
+    return { n, fsync: ((fd, cb) => (n.pool++, fsync(fd, cb))) as FsyncFn, fsyncSync: (fd: number) => (n.inline++, fsyncSync(fd)) };
+  }
+  /**
+   * Seams that keep time instead of calling the disk (what they cover is not the point here):
+   * the pool's answers on the next turn, the inline one busy-waits `slowMs` while `slow` is set.
+   */
+  function timedDisk(slowMs: number) {
+    const n = { pool: 0, inline: 0 };
+    const d = {
+      n,
+      slow: false,
+      fsync: ((_fd, cb) => (n.pool++, setImmediate(() => cb(null)))) as FsyncFn,
+      fsyncSync: () => {
+        n.inline++;
+        const until = performance.now() + (d.slow ? slowMs : 0);
+        while (performance.now() < until);
+      },
+    };
+    return d;
+  }
+  /** Its bound is wide unless given: this machine's own fsync time must not decide the path. */
+  const open = (dir: string, disk: { fsync: FsyncFn; fsyncSync: (fd: number) => void }, inlineFsyncMaxMs = 60_000) =>
+    openKb({ path: join(dir, "kb.db"), durability: "full", contextsDir: CONTEXTS_DIR, fsync: disk.fsync, fsyncSync: disk.fsyncSync, inlineFsyncMaxMs });
+
+  it("one awaited writer at a time: each group's fsync runs inline; writers committed together share one fsync on the thread pool", async () => {
+    const disk = countedDisk();
+    const kb = await open(tempDir(), disk);
+    const at = { ...disk.n };
+    for (let i = 0; i < 3; i++) await kb.assert(`(dog D${i})`, "CxPets");
+    expect([disk.n.inline - at.inline, disk.n.pool - at.pool]).toEqual([3, 0]);
+    await Promise.all([1, 2, 3].map((i) => kb.assert(`(cat C${i})`, "CxPets")));
+    expect([disk.n.inline - at.inline, disk.n.pool - at.pool]).toEqual([3, 1]);
+    expect((kb.store as unknown as { walFsyncs: { count: number; inline: number } }).walFsyncs).toMatchObject({ inline: disk.n.inline });
+    await kb.close();
+  });
+
+  it("after an fsync slower than inlineFsyncMaxMs the next goes to the thread pool; 0 never runs one inline", async () => {
+    const disk = timedDisk(60);
+    const kb = await open(tempDir(), disk, 20);
+    const at = { ...disk.n };
+    await kb.assert("(dog Fast)", "CxPets");
+    disk.slow = true;
+    await kb.assert("(dog Slow)", "CxPets"); // inline, and 60 ms long
+    disk.slow = false;
+    await kb.assert("(dog Next)", "CxPets"); // after a 60 ms fsync: the thread pool
+    await kb.assert("(dog Back)", "CxPets"); // after a fast one: inline again
+    expect([disk.n.inline - at.inline, disk.n.pool - at.pool]).toEqual([3, 1]);
+    await kb.close();
+    const never = timedDisk(0);
+    const kb0 = await open(tempDir(), never, 0);
+    await kb0.assert("(dog Pool)", "CxPets");
+    expect(never.n.inline).toBe(0); // none inline, the open's own included
+    expect(never.n.pool).toBeGreaterThan(0);
+    await kb0.close();
+    await expect(open(tempDir(), timedDisk(0), -1)).rejects.toThrow(/inlineFsyncMaxMs/);
+  });
+
+  it("an inline fsync that fails stops the KB: its writer is refused, nothing it covered is published, later writes are refused", async () => {
+    const disk = countedDisk();
+    let fail = false;
+    const kb = await open(tempDir(), {
+      fsync: disk.fsync,
+      fsyncSync: (fd) => {
+        if (fail) throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+        disk.fsyncSync(fd);
+      },
+    });
+    const published: number[] = [];
+    kb.onEvent((e) => published.push(e.seq));
+    const acked = await kb.assert("(dog Muffet)", "CxPets");
+    fail = true;
+    await expect(kb.assert("(dog Rex)", "CxPets")).rejects.toMatchObject({ type: "unavailable" });
+    expect(published).toEqual([acked.seq]);
+    expect(kb.failure?.reason).toMatch(/EIO/);
+    await expect(kb.assert("(dog X)", "CxPets")).rejects.toMatchObject({ type: "unavailable" });
     await kb.close();
   });
 });
