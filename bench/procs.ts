@@ -62,8 +62,12 @@ export async function startDaemon(opts: { durability?: "full" | "normal"; extra?
   );
 }
 
-export const startBaseline = (mode: "bare" | "sqlite-full" | "sqlite-normal"): Promise<Proc> =>
-  spawnServer(["dist/bench/fixtures/baseline-server.js", mode], /listening on (http:\/\/[^\s]+)/);
+/** A baseline server (bench/fixtures/baseline-server.ts); `workUs` is the group servers' work per request. */
+export const startBaseline = (mode: "bare" | "sqlite-full" | "sqlite-normal" | GroupPolicy, workUs = 0): Promise<Proc> =>
+  spawnServer(["dist/bench/fixtures/baseline-server.js", mode, String(workUs)], /listening on (http:\/\/[^\s]+)/);
+
+/** The group-commit baselines: the daemon's group commit with nothing else, by fsync policy. */
+export type GroupPolicy = "group-normal" | "group-pool" | "group-inline";
 
 /**
  * A fresh database on the provisioned PostgreSQL cluster (scripts/provision.sh postgres, the
