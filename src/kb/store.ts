@@ -370,9 +370,9 @@ export class SqliteStore implements StoreOfRecord {
     this.groupRows += n;
   }
 
-  /** A row removed from the tables: it goes, its tombstone comes. */
-  private writeDelete(handle: number, reason: string, seq: number): void {
-    this.stmts.deleteSentex!.run(handle);
+  /** A row removed from the tables: it goes (unless the checkpoint never had it), its tombstone comes. */
+  private writeDelete(handle: number, reason: string, seq: number, inTable = true): void {
+    if (inTable) this.stmts.deleteSentex!.run(handle);
     this.stmts.insertTombstone!.run(handle, reason, seq);
   }
 
@@ -425,7 +425,7 @@ export class SqliteStore implements StoreOfRecord {
     const all = this.pending.copy().apply(this.groupChanges);
     const inserts: StoredRow[] = [];
     for (const [h, e] of all.map) {
-      if (e.del) this.writeDelete(h, e.del.reason, e.del.seq);
+      if (e.del) this.writeDelete(h, e.del.reason, e.del.seq, !e.fresh); // a handle inserted since the checkpoint has no row there
       if (e.ins) {
         const [handle, context, sentence, premise, creator, createdAt, seq] = e.ins;
         inserts.push({ handle, context, sentence, premise, creator, createdAt, seq });
