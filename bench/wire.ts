@@ -24,7 +24,7 @@ import { loadUnderSubscribers, profileDaemonUnderLoad } from "./load.js";
 import { markedSentence } from "./sse.js";
 import { locatorOf } from "../src/kb/term.js";
 import { openKb } from "../src/kb/index.js";
-import { FeedHub } from "../src/feed/index.js";
+import { FeedHub, eventJson } from "../src/feed/index.js";
 
 const CONTEXTS = join(process.cwd(), "contexts");
 let unique = 0;
@@ -219,7 +219,7 @@ async function fullAgainstNormal(suite: Suite): Promise<void> {
     const fsyncs = async (name: string) => ((await (await fetch(`${servers.get(name)!.url}/fsyncs`)).json()) as { fsyncs: number }).fsyncs;
     const names = [...servers.keys()];
     const fsyncsBefore = new Map<string, number>();
-    for (const n of names) if (n.startsWith("group-pool") || n.startsWith("group-inline")) fsyncsBefore.set(n, await fsyncs(n));
+    for (const n of names) if (POLICIES.some((p) => n.startsWith(p))) fsyncsBefore.set(n, await fsyncs(n));
     for (let r = 0; r < ROUNDS; r++) {
       for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)]) {
         best.set(name, Math.max(best.get(name) ?? 0, (await load(servers.get(name)!.url, 8, ROUND_REQUESTS)).rps));
@@ -239,23 +239,15 @@ async function fullAgainstNormal(suite: Suite): Promise<void> {
       return { w, normal, ratio: Math.max(...POLICIES.map((p) => best.get(`${p}_w${w}`)!)) / normal };
     });
     for (const l of levels) suite.add(`group_commit_full_vs_normal_c8_w${l.w}`, { value: l.ratio, unit: "x", note: `the faster fsync policy / the same server at normal (${l.normal.toFixed(0)} req/s), ${l.w} us of work per request` });
+    // Read at the daemon's normal rate, linearly between the two levels around it (clamped
+    // to the levels' range: at the ends, the end level's ratio).
     const daemonNormal = best.get("daemon_normal")!;
     const byRate = [...levels].sort((a, b) => b.normal - a.normal); // fastest (least work) first
-    let at = byRate[0]!.ratio;
-    let where = `at or above the no-work server's normal rate: its ratio`;
-    if (daemonNormal <= byRate[byRate.length - 1]!.normal) {
-      at = byRate[byRate.length - 1]!.ratio;
-      where = `at or below the slowest level's normal rate: its ratio`;
-    } else {
-      for (let i = 0; i + 1 < byRate.length; i++) {
-        const [hi, lo] = [byRate[i]!, byRate[i + 1]!];
-        if (daemonNormal <= hi.normal && daemonNormal >= lo.normal) {
-          at = lo.ratio + ((hi.ratio - lo.ratio) * (daemonNormal - lo.normal)) / (hi.normal - lo.normal);
-          where = `between the ${hi.w} and ${lo.w} us levels (${hi.normal.toFixed(0)} and ${lo.normal.toFixed(0)} req/s at normal), linearly`;
-          break;
-        }
-      }
-    }
+    const x = Math.min(byRate[0]!.normal, Math.max(byRate[byRate.length - 1]!.normal, daemonNormal));
+    const i = Math.max(0, byRate.findIndex((l) => l.normal <= x) - 1);
+    const [hi, lo] = [byRate[i]!, byRate[Math.min(i + 1, byRate.length - 1)]!];
+    const at = hi === lo ? hi.ratio : lo.ratio + ((hi.ratio - lo.ratio) * (x - lo.normal)) / (hi.normal - lo.normal);
+    const where = `between the ${hi.w} and ${lo.w} us levels (${hi.normal.toFixed(0)} and ${lo.normal.toFixed(0)} req/s at normal), linearly, clamped to their range`;
     suite.add("group_commit_full_vs_normal_c8", { value: at, unit: "x", note: `what the group commit alone reaches at the daemon's normal rate (${daemonNormal.toFixed(0)} req/s), ${where}; against the daemon's full_vs_normal_c8 and its 0.9 target` });
     suite.add("group_commit_full_vs_bare_c8", { value: Math.max(...POLICIES.map((p) => best.get(`${p}_w0`)!)) / best.get("bare")!, unit: "x", note: "the faster fsync policy with no work / the bare route: one durable row per request and nothing else, against the daemon's full_vs_bare_c8 and its 0.6 target" });
     suite.compare("full_vs_normal_c8", best.get("daemon_full")!, "req/s", "rounds_daemon_normal_c8_rps", { higherIsBetter: true, minRatio: 0.9, note });
@@ -299,8 +291,8 @@ async function deliveryRun(transport: "poll" | "sse", subscribers: number, event
  */
 function markedEventJson(marker: number, seq: number): string {
   const sentence = markedSentence(marker);
-  const added = { handle: seq, sentence, context: "CxBench", truth: "true", strength: "default", creator: null, createdAt: Date.now(), seq, derived: false, believed: true, locator: locatorOf("CxBench", "true", sentence) };
-  return JSON.stringify({ seq, added: [added], removed: [] });
+  const added = { handle: seq, sentence, context: "CxBench", truth: "true", strength: "default", creator: null, createdAt: Date.now(), seq, derived: false, believed: true, locator: locatorOf("CxBench", "true", sentence), bindings: { "?m": `M${marker}` } } as const;
+  return eventJson({ seq, added: [added], removed: [] }); // the hub's own encoder, the subscribers' watch's bindings included
 }
 
 /**

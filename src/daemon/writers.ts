@@ -16,8 +16,10 @@
 import { performance } from "node:perf_hooks";
 
 export class RecentWriters {
-  private newest: { from: object | undefined; at: number } = { from: undefined, at: -Infinity };
-  /** When a write last came from a socket other than `newest.from`. */
+  /** The socket of the newest write and when it came. */
+  private newestFrom: object | undefined;
+  private newestAt = -Infinity;
+  /** When a write last came from a socket other than `newestFrom`. */
   private otherAt = -Infinity;
 
   constructor(
@@ -29,11 +31,11 @@ export class RecentWriters {
 
   /** A write request arrived on `socket`. */
   saw(socket: object): void {
-    const at = this.now();
-    if (socket !== this.newest.from) {
-      this.otherAt = this.newest.at;
-      this.newest = { from: socket, at };
-    } else this.newest.at = at;
+    if (socket !== this.newestFrom) {
+      this.otherAt = this.newestAt;
+      this.newestFrom = socket;
+    }
+    this.newestAt = this.now();
   }
 
   /** Whether two or more sockets sent a write within the window. */
