@@ -3,6 +3,8 @@
  * the subscriber processes (bench/fixtures/subscribers.ts) and the cluster bench's
  * in-process follower subscription (bench/cluster.ts).
  */
+import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 
 /** A marked write's sentence: `(lat M<marker>)`. */
 export const markedSentence = (marker: number): string => `(lat M${marker})`;
@@ -18,19 +20,32 @@ export function markersOf(ev: { added?: { sentence: string }[] }): number[] {
   return out;
 }
 
-/** Reads SSE frames from `body` until it ends: each event's JSON to `onEvent`, each `lagged` notice's count to `onLagged`. */
-export async function readSse(body: AsyncIterable<Buffer | Uint8Array | string>, onEvent: (ev: { added?: { sentence: string }[] }) => void, onLagged: (n: number) => void): Promise<void> {
-  let buf = "";
-  for await (const chunk of body) {
-    buf += chunk.toString();
-    let i: number;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const frame = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const data = frame.split("\n").find((l) => l.startsWith("data: "));
-      if (!data) continue;
-      if (frame.includes("event: lagged")) onLagged((JSON.parse(data.slice(6)) as { lagged: number }).lagged);
-      else onEvent(JSON.parse(data.slice(6)));
-    }
-  }
+/**
+ * Reads SSE frames from `body` until it ends: each event's JSON to `onEvent`, each `lagged`
+ * notice's count to `onLagged`. Frames are handled in the stream's own `data` callback, as
+ * a pg client handles a NOTIFY in its socket's: no promise per chunk.
+ */
+export function readSse(body: Readable, onEvent: (ev: { added?: { sentence: string }[] }) => void, onLagged: (n: number) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    const utf8 = new StringDecoder("utf8"); // a character cut between chunks waits for its rest
+    body.on("data", (bytes: Buffer | string) => {
+      const chunk = typeof bytes === "string" ? bytes : utf8.write(bytes);
+      buf = buf.length === 0 ? chunk : buf + chunk;
+      let from = 0;
+      let end: number;
+      while ((end = buf.indexOf("\n\n", from)) >= 0) {
+        const at = buf.indexOf("data: ", from); // the frame's last line; its JSON may hold the same text
+        if (at >= 0 && at < end) {
+          const data = JSON.parse(buf.slice(at + 6, end)) as { lagged?: number; added?: { sentence: string }[] };
+          if (buf.startsWith("event: lagged", from)) onLagged(data.lagged!);
+          else onEvent(data);
+        }
+        from = end + 2;
+      }
+      if (from !== 0) buf = buf.slice(from);
+    });
+    body.once("end", resolve);
+    body.once("error", reject);
+  });
 }

@@ -8,6 +8,7 @@
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
+import { Readable } from "node:stream";
 import { SemiNaiveClosure, EngineClosure, type Edge } from "../../bench/closure.js";
 import { delivered } from "../../bench/delivery.js";
 import { closedLoop } from "../../bench/lib.js";
@@ -102,21 +103,28 @@ describe("the closed loop that drives a figure and its baseline alike", () => {
 });
 
 describe("reading the SSE stream that times deliveries", () => {
-  const frame = (m: number) => `id: ${m}\ndata: ${JSON.stringify({ seq: m, added: [{ sentence: markedSentence(m) }, { sentence: "(other X)" }] })}\n\n`;
+  // A sentence holding the text "data: " and a two-byte character, so a frame's JSON can look like a line and a chunk can cut a character.
+  const frame = (m: number) => `id: ${m}\ndata: ${JSON.stringify({ seq: m, added: [{ sentence: markedSentence(m) }, { sentence: "(other \"data: é\")" }] })}\n\n`;
   it("sees every marked event and every lagged notice exactly once, however the stream is cut into chunks", async () => {
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(fc.nat(10_000), { maxLength: 20 }), fc.nat(50), fc.array(fc.nat(400), { maxLength: 30 }), async (markers, lagged, cuts) => {
-        const text = ": heartbeat\n\n" + markers.map(frame).join("") + `event: lagged\ndata: ${JSON.stringify({ lagged })}\n\n`;
-        const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
-        const points = [0, ...at, text.length];
-        const chunks = points.slice(1).map((end, i) => text.slice(points[i], end));
+        const bytes = Buffer.from(": heartbeat\n\n" + markers.map(frame).join("") + `event: lagged\ndata: ${JSON.stringify({ lagged })}\n\n`);
+        const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+        const points = [0, ...at, bytes.length];
+        const chunks = points.slice(1).map((end, i) => bytes.subarray(points[i], end));
         async function* body() {
-          for (const c of chunks) yield Buffer.from(c);
+          for (const c of chunks) yield c;
         }
         const seen: number[] = [];
         const notices: number[] = [];
-        await readSse(body(), (ev) => seen.push(...markersOf(ev)), (n) => notices.push(n));
+        const others: string[] = [];
+        const onEvent = (ev: { added?: { sentence: string }[] }) => {
+          seen.push(...markersOf(ev));
+          others.push(ev.added![1]!.sentence);
+        };
+        await readSse(Readable.from(body(), { objectMode: false }), onEvent, (n) => notices.push(n));
         expect(seen).toEqual(markers);
+        expect(others).toEqual(markers.map(() => '(other "data: é")'));
         expect(notices).toEqual([lagged]);
       }),
     );
