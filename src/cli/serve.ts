@@ -20,13 +20,10 @@ import { Rejoiner } from "../daemon/rejoin.js";
 import { DEFAULT_FEED_LIMITS } from "../feed/index.js";
 import { DEFAULT_MCP_HTTP_LIMITS } from "../mcp/http.js";
 import { isLoopbackBind } from "../net/loopback.js";
+import { parseWhole } from "./client-commands.js";
 
 const positive = (v: string): number => {
   if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new InvalidArgumentError("expected a positive whole number");
-  return Number(v);
-};
-const wholeOrZero = (v: string): number => {
-  if (!/^[0-9]{1,15}$/.test(v)) throw new InvalidArgumentError("expected a whole number >= 0");
   return Number(v);
 };
 const absoluteUrl = (v: string): string => {
@@ -110,7 +107,7 @@ export function registerServeCommand(program: Command): void {
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--checkpoint-events <n>", "SQLite: events the log holds past the sentex table's checkpoint before the next checkpoint (bounds the reopen's replay)", positive, DEFAULT_CHECKPOINT.events)
     .option("--checkpoint-rows <n>", "SQLite: row changes the log holds past the checkpoint before the next one", positive, DEFAULT_CHECKPOINT.rows)
-    .option("--inline-fsync-max-ms <ms>", "full: a lone writer's WAL fsync runs on the event loop (no thread-pool handoff) while the last fsync took at most this long; what arrives meanwhile waits that one fsync; 0 = always on the thread pool", wholeOrZero, DEFAULT_INLINE_FSYNC_MAX_MS)
+    .option("--inline-fsync-max-ms <ms>", "full: a lone writer's WAL fsync runs on the event loop (no thread-pool handoff) while the last fsync took at most this long; what arrives meanwhile waits that one fsync; 0 = always on the thread pool", parseWhole, DEFAULT_INLINE_FSYNC_MAX_MS)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
     .option("--quiet", "no progress lines on stderr (reopening a large store)")
     .option("--progress-interval-ms <ms>", "how often long work (reopening the store) prints a progress line on stderr", positive, DEFAULT_PROGRESS_INTERVAL_MS)
