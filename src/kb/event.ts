@@ -51,6 +51,22 @@ export interface FeedEvent {
   bounded?: Bounded;
 }
 
+/**
+ * The locator of a record the write path built: computed only when the event leaves the KB
+ * (`withLocators`: to its listeners, or to a store that logs whole records), since the
+ * SQLite log does not hold it and a KB with no listener never sends the event anywhere.
+ */
+export const LOCATOR_UNSET = "";
+
+/**
+ * Fill the locator of every added record the write path left unset (LOCATOR_UNSET); each is
+ * computed once per event. Returns the event.
+ */
+export function withLocators(event: FeedEvent): FeedEvent {
+  for (const r of event.added) if (r.locator === LOCATOR_UNSET) r.locator = locatorOf(r.context, r.truth, r.sentence);
+  return event;
+}
+
 const FALSE = 1;
 const MONOTONIC = 2;
 const DERIVED = 4;

@@ -35,7 +35,7 @@ import { goalShape, literalShape, checkContextName } from "./sentence.js";
 import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
 import { loadContextsDir } from "./loader.js";
 import { ProgressMeter, type ProgressSink } from "./progress.js";
-import type { FeedEvent, SentexRecord } from "./event.js";
+import { LOCATOR_UNSET, withLocators, type FeedEvent, type SentexRecord } from "./event.js";
 
 export type { FeedEvent, SentexRecord, RemovedEntry } from "./event.js";
 
@@ -400,7 +400,7 @@ export class Kb {
     this.store.setMeta({ nextHandle: this.engine.nextHandle, headSeq: seq });
     const event: FeedEvent = {
       seq,
-      added: outcome.beliefAdded.map((n) => this.record(n)),
+      added: outcome.beliefAdded.map((n) => this.record(n, false)),
       removed: outcome.beliefRemoved.map(({ node, reason }) => ({ handle: node.h, sentence: node.text, context: node.ctx, reason })),
     };
     if (outcome.bounded) event.bounded = outcome.bounded;
@@ -424,6 +424,7 @@ export class Kb {
       return;
     }
     this.published = event.seq;
+    if (this.listeners.size) withLocators(event);
     for (const l of this.listeners) {
       try {
         l(event);
@@ -544,7 +545,8 @@ export class Kb {
 
   // ------------------------------------------------------------ projection
 
-  record(n: Node): SentexRecord {
+  /** The record of a stored sentex; the write path leaves its locator to `withLocators` (event.ts). */
+  record(n: Node, locator = true): SentexRecord {
     return {
       handle: n.h,
       sentence: n.text,
@@ -556,7 +558,7 @@ export class Kb {
       seq: n.seq,
       derived: n.premise === 0,
       believed: n.label !== OUT && !n.gone,
-      locator: locatorOf(n.ctx, n.neg ? "false" : "true", n.text),
+      locator: locator ? locatorOf(n.ctx, n.neg ? "false" : "true", n.text) : LOCATOR_UNSET,
     };
   }
 

@@ -37,7 +37,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
 import type { StoredRow } from "./engine.js";
-import type { FeedEvent } from "./event.js";
+import { withLocators, type FeedEvent } from "./event.js";
 import { HEAD_MOVED, LEASE_LOST, migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
 import { WriterLock, readLeaseEvicting, sessionTag } from "./pg-election.js";
@@ -358,7 +358,7 @@ export class PgStore implements StoreOfRecord, Cluster {
   }
 
   insertEvent(event: FeedEvent, write: () => string): void {
-    this.group().ops.push({ k: "event", seq: event.seq, body: JSON.stringify(event), write: write() });
+    this.group().ops.push({ k: "event", seq: event.seq, body: JSON.stringify(withLocators(event)), write: write() });
   }
 
   pruneEvents(uptoSeq: number): void {

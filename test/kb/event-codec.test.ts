@@ -3,6 +3,7 @@
  * to the one published live, locators included; bodies of files written before it (the
  * whole-record JSON) still read back; and it is what makes an edit's log row small.
  */
+import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEvent, encodeEvent, type FeedEvent } from "../../src/kb/event.js";
@@ -103,6 +104,19 @@ describe("the compact event encoding", () => {
     const logged = await kb.readEvents(first - 1, 100);
     expect(logged).toStrictEqual(live);
     expect(JSON.stringify(logged)).toBe(JSON.stringify(live));
+  });
+
+  it("every record a listener receives carries its locator: sha256 over context, truth and canonical sentence", async () => {
+    const kb = await freshKb();
+    const live = recordEvents(kb);
+    await kb.assert("(implies (dog ?x) (animal ?x))", "CxPets");
+    await kb.assert("(dog Rex)", "CxPets");
+    await kb.edit({ add: [{ sentence: "(not (cat Rex))", context: "CxPets" }, { sentence: "(dog  Fido)", context: "CxPets" }] });
+    const records = live.flatMap((e) => e.added);
+    expect(records.map((r) => r.sentence)).toEqual(["(implies (dog ?x) (animal ?x))", "(dog Rex)", "(animal Rex)", "(not (cat Rex))", "(dog Fido)", "(animal Fido)"]);
+    const sha = (s: string) => "sha256:" + createHash("sha256").update(s, "utf8").digest("hex");
+    expect(records.map((r) => r.locator)).toEqual(records.map((r) => sha(`CxPets\n${r.truth}\n${r.sentence}`)));
+    expect(records.find((r) => r.truth === "false")!.locator).toBe(sha("CxPets\nfalse\n(not (cat Rex))"));
   });
 
   it("an edit of 1 000 logs under a sixth of the whole-record JSON's bytes", async () => {
