@@ -62,6 +62,7 @@ interface ServeOptions {
   feedRetentionEvents: number;
   checkpointEvents: number;
   checkpointRows: number;
+  checkpointSegmentRows: number;
   inlineFsyncMaxMs: number;
   loneWriterWindowMs: number;
   maxPollLimit: number;
@@ -107,6 +108,7 @@ export function registerServeCommand(program: Command): void {
     .option("--feed-retention-events <n>", "events the durable log keeps for `from` replay", positive, 1_000_000)
     .option("--checkpoint-events <n>", "SQLite: events the log holds past the sentex table's checkpoint before the next checkpoint (bounds the reopen's replay)", positive, DEFAULT_CHECKPOINT.events)
     .option("--checkpoint-rows <n>", "SQLite: row changes the log holds past the checkpoint before the next one", positive, DEFAULT_CHECKPOINT.rows)
+    .option("--checkpoint-segment-rows <n>", "SQLite: rows one checkpoint segment holds (an edit's rows are kept in segments; a change to one of its rows moves the segment's rows to the sentex table)", positive, DEFAULT_CHECKPOINT.segmentRows)
     .option("--inline-fsync-max-ms <ms>", "full: a lone writer's WAL fsync runs on the event loop (no thread-pool handoff) while the last fsync took at most this long; what arrives meanwhile waits that one fsync; 0 = always on the thread pool", parseWhole, DEFAULT_INLINE_FSYNC_MAX_MS)
     .option("--max-poll-limit <n>", "largest `limit` a poll may ask for", positive, DEFAULT_FEED_LIMITS.maxPollLimit)
     .option("--quiet", "no progress lines on stderr (reopening a large store)")
@@ -142,7 +144,7 @@ export function registerServeCommand(program: Command): void {
             durability: o.durability,
             contextsDir: o.contexts,
             feedRetentionEvents: o.feedRetentionEvents,
-            checkpoint: { events: o.checkpointEvents, rows: o.checkpointRows },
+            checkpoint: { events: o.checkpointEvents, rows: o.checkpointRows, segmentRows: o.checkpointSegmentRows },
             inlineFsyncMaxMs: o.inlineFsyncMaxMs,
             readLimits: { maxQuerySteps: o.maxQuerySteps, maxResults: o.maxResults, maxReadMs: o.maxReadMs },
             progress: o.quiet ? undefined : { report: (p) => void process.stderr.write(progressLine(p) + "\n"), intervalMs: o.progressIntervalMs },

@@ -29,6 +29,13 @@ interface MetaTable {
   key: string;
   value: number;
 }
+/** SQLite: rows of one large write kept in the checkpoint as one row (segment.ts). */
+interface SegmentTable {
+  first_handle: number;
+  last_handle: number;
+  row_count: number;
+  body: string;
+}
 interface EventTable {
   seq: number;
   body: string;
@@ -100,6 +107,7 @@ export interface Schema {
   meta: MetaTable;
   event: EventTable;
   tombstone: TombstoneTable;
+  segment: SegmentTable;
   principal: PrincipalTable;
   lease: LeaseTable;
   member: MemberTable;
@@ -200,6 +208,17 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
               // Every event already logged had its rows written to the tables: they are complete to the head.
               await db.schema.alterTable("event").addColumn("changes", "text").execute();
               await sql`insert into meta (key, value) select 'checkpoint_seq', max(coalesce((select value from meta where key = 'head_seq'), 0), coalesce((select max(seq) from event), 0))`.execute(db);
+            },
+          },
+          "010-sqlite-checkpoint-segments": {
+            async up(db: Kysely<unknown>) {
+              await db.schema
+                .createTable("segment")
+                .addColumn("first_handle", "integer", (c) => c.primaryKey())
+                .addColumn("last_handle", "integer", (c) => c.notNull())
+                .addColumn("row_count", "integer", (c) => c.notNull())
+                .addColumn("body", "text", (c) => c.notNull())
+                .execute();
             },
           },
         }

@@ -34,6 +34,7 @@ import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
 import { WalSync, release, type FsyncFn, type Group } from "./walsync.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
 import { mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
+import { decodeSegment, encodeSegment, mergeByHandle, segmentRows, SegmentRanges } from "./segment.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
@@ -60,20 +61,22 @@ export interface StoreOptions {
 /**
  * When the sentex and tombstone tables are brought up to the log. The group that reaches
  * `events` events or `rows` row changes since the last checkpoint checkpoints; an event with
- * more than `eventRows` row changes (an edit's) is not logged row by row: its group writes
- * its rows to the tables directly and checkpoints. The first two bound the reopen's tail
- * and the memory that holds it.
+ * more than `eventRows` row changes (an edit's) is not logged row by row: its group
+ * checkpoints and keeps the write's new rows in segments of at most `segmentRows` rows
+ * (segment.ts). The first two bound the reopen's tail and the memory that holds it.
  */
 export interface CheckpointLimits {
   /** Events since the last checkpoint (events). */
   events: number;
   /** Row changes since the last checkpoint (rows). */
   rows: number;
-  /** Row changes one event row carries at most (rows). */
+  /** Row changes one event row carries at most (rows); a write with more keeps its rows in segments. */
   eventRows: number;
+  /** Rows one checkpoint segment holds at most (rows): what a change to one of them moves to the `sentex` table. */
+  segmentRows: number;
 }
 
-export const DEFAULT_CHECKPOINT: CheckpointLimits = { events: 1_000, rows: 10_000, eventRows: 64 };
+export const DEFAULT_CHECKPOINT: CheckpointLimits = { events: 1_000, rows: 10_000, eventRows: 64, segmentRows: 1_000 };
 
 /** The thresholds with defaults filled in; a threshold that is not a positive integer is refused. */
 export function checkpointLimits(given: Partial<CheckpointLimits> = {}): CheckpointLimits {
@@ -114,6 +117,10 @@ export class SqliteStore implements StoreOfRecord {
   /** `full` durability: the fsyncs committed groups wait for. */
   private readonly walSync: WalSync | undefined;
   private readonly limits: CheckpointLimits;
+  /** The committed checkpoint's segments (segment.ts). */
+  private segments = new SegmentRanges();
+  /** The open group's, once it changes them (a copy of `segments`, which it replaces at COMMIT). */
+  private groupSegments: SegmentRanges | undefined;
   /** The seq the sentex and tombstone tables are complete to; events after it carry the rows' changes. */
   checkpointSeq: number;
   /** The net row changes since that checkpoint, committed (only a COMMIT changes it: K12). */
@@ -182,6 +189,12 @@ export class SqliteStore implements StoreOfRecord {
       tombstone: prep(k.selectFrom("tombstone").select(["reason", "seq"]).where("handle", "=", 0).compile()),
       allRows: prep(k.selectFrom("sentex").select(["handle", "context", "sentence", "premise", "creator", "created_at", "seq"]).orderBy("handle").compile()),
       rowCount: prep(k.selectFrom("sentex").select((eb) => eb.fn.countAll<number>().as("n")).compile()),
+      insertSegment: prep(k.insertInto("segment").values({ first_handle: 0, last_handle: 0, row_count: 0, body: "" }).compile()),
+      deleteSegment: prep(k.deleteFrom("segment").where("first_handle", "=", 0).compile()),
+      segmentBody: prep(k.selectFrom("segment").select("body").where("first_handle", "=", 0).compile()),
+      segmentBodies: prep(k.selectFrom("segment").select("body").orderBy("first_handle").compile()),
+      segmentRanges: prep(k.selectFrom("segment").select(["first_handle", "last_handle"]).orderBy("first_handle").compile()),
+      segmentRowCount: prep(k.selectFrom("segment").select((eb) => eb.fn.coalesce(eb.fn.sum<number>("row_count"), eb.lit(0)).as("n")).compile()),
       principalOf: prep(k.selectFrom("principal").select("token_sha256").where("id", "=", "").compile()),
       putPrincipal: prep(
         k
@@ -215,6 +228,7 @@ export class SqliteStore implements StoreOfRecord {
     this.headSeq = this.openMeta.headSeq;
     this.checkpointSeq = (this.stmts.meta!.all() as { key: string; value: number }[]).find((r) => r.key === "checkpoint_seq")!.value;
     this.pending = this.readTail();
+    for (const r of this.stmts.segmentRanges!.all() as { first_handle: number; last_handle: number }[]) this.segments.add(r.first_handle, r.last_handle);
   }
 
   /** The changes of the events after the checkpoint (the tail), folded in seq order. */
@@ -261,13 +275,17 @@ export class SqliteStore implements StoreOfRecord {
    * creator, createdAt, seq]: the checkpoint's, streamed, with the tail's changes applied.
    */
   rows(): Iterable<RawRow> {
-    const checkpoint = this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+    const table = this.stmts.allRows!.raw(true).iterate() as Iterable<RawRow>;
+    // Read before the table's rows stream: the connection runs one statement at a time.
+    const bodies = this.segments.size ? (this.stmts.segmentBodies!.all() as { body: string }[]) : [];
+    const checkpoint = bodies.length ? mergeByHandle(table, segmentRows(bodies)) : table;
     return this.pending.map.size ? mergeRows(checkpoint, this.pending) : checkpoint;
   }
 
   /** How many sentexes are stored as of the head (for the reopen's progress). */
   rowCount(): number {
-    return (this.stmts.rowCount!.get() as { n: number }).n + this.pending.countDelta();
+    const segmented = this.segments.size ? (this.stmts.segmentRowCount!.get() as { n: number }).n : 0;
+    return (this.stmts.rowCount!.get() as { n: number }).n + segmented + this.pending.countDelta();
   }
 
   /** Open the turn's transaction if none is open; it commits on the next macrotask. */
@@ -355,13 +373,41 @@ export class SqliteStore implements StoreOfRecord {
    * costs a third less per row than one per row (a better-sqlite3 call and a VDBE run each).
    */
   insertSentexes(rows: readonly StoredRow[]): void {
-    if (!this.checkpointing && rows.length > this.limits.eventRows) this.startCheckpoint();
+    const large = rows.length > this.limits.eventRows;
+    if (!this.checkpointing && large) this.startCheckpoint();
     if (!this.checkpointing) {
       for (const r of rows) pushInsert(this.groupChanges, r);
       this.logged(rows.length);
       return;
     }
-    this.writeRows(rows);
+    if (large) this.writeSegments(rows);
+    else this.writeRows(rows);
+  }
+
+  /** A large write's new rows (fresh handles, in order) into the checkpoint as segments of at most `segmentRows`. */
+  private writeSegments(rows: readonly StoredRow[]): void {
+    const ranges = (this.groupSegments ??= this.segments.copy());
+    const size = this.limits.segmentRows;
+    for (let i = 0; i < rows.length; i += size) {
+      const part = rows.length <= size ? rows : rows.slice(i, i + size);
+      for (let j = 1; j < part.length; j++) if (part[j]!.handle <= part[j - 1]!.handle) throw new Error(`invariant: a write's rows are in handle order (${part[j]!.handle} after ${part[j - 1]!.handle})`);
+      const first = part[0]!.handle;
+      const last = part[part.length - 1]!.handle;
+      ranges.add(first, last);
+      this.stmts.insertSegment!.run(first, last, part.length, encodeSegment(part));
+    }
+  }
+
+  /** Before a checkpoint row changes: the segment holding it, if one does, moves to the `sentex` table. */
+  private unsegment(handle: number): void {
+    const ranges = this.groupSegments ?? this.segments;
+    if (ranges.size === 0) return;
+    const first = ranges.holding(handle);
+    if (first === undefined) return;
+    const { body } = this.stmts.segmentBody!.get(first) as { body: string };
+    this.stmts.deleteSegment!.run(first);
+    (this.groupSegments ??= this.segments.copy()).remove(first);
+    this.writeRows(decodeSegment(body).map(([handle, context, sentence, premise, creator, createdAt, seq]) => ({ handle, context, sentence, premise, creator, createdAt, seq })));
   }
 
   /** `n` row changes went to the group's log instead of the tables. */
@@ -372,7 +418,10 @@ export class SqliteStore implements StoreOfRecord {
 
   /** A row removed from the tables: it goes (unless the checkpoint never had it), its tombstone comes. */
   private writeDelete(handle: number, reason: string, seq: number, inTable = true): void {
-    if (inTable) this.stmts.deleteSentex!.run(handle);
+    if (inTable) {
+      this.unsegment(handle);
+      this.stmts.deleteSentex!.run(handle);
+    }
     this.stmts.insertTombstone!.run(handle, reason, seq);
   }
 
@@ -401,7 +450,10 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
-    if (this.checkpointing) this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+    if (this.checkpointing) {
+      this.unsegment(handle);
+      this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+    }
     else {
       pushUpdate(this.groupChanges, handle, premise, creator, createdAt);
       this.logged(1);
@@ -429,7 +481,10 @@ export class SqliteStore implements StoreOfRecord {
       if (e.ins) {
         const [handle, context, sentence, premise, creator, createdAt, seq] = e.ins;
         inserts.push({ handle, context, sentence, premise, creator, createdAt, seq });
-      } else if (e.upd && !e.del) this.stmts.updateSentex!.run(e.upd[0], e.upd[1], e.upd[2], h);
+      } else if (e.upd && !e.del) {
+        this.unsegment(h);
+        this.stmts.updateSentex!.run(e.upd[0], e.upd[1], e.upd[2], h);
+      }
     }
     this.writeRows(inserts.sort((a, b) => a.handle - b.handle));
     this.groupChanges.length = 0;
@@ -455,6 +510,7 @@ export class SqliteStore implements StoreOfRecord {
 
   /** After COMMIT: the pending set is the file's again. */
   private committedRows(): void {
+    if (this.groupSegments) this.segments = this.groupSegments;
     if (this.checkpointing) {
       this.pending = new Pending();
       this.checkpointSeq = this.headSeq;
@@ -466,6 +522,7 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   private resetGroup(): void {
+    this.groupSegments = undefined;
     this.groupChanges.length = 0;
     this.sinceEvent = this.sinceEventRows = this.groupEvents = this.groupRows = 0;
     this.checkpointing = false;

@@ -132,7 +132,8 @@ describe("the SQLite store's counters", () => {
     const db = new Database(path);
     db.exec("alter table event drop column next_handle");
     db.exec("alter table event drop column changes");
-    db.prepare("delete from kysely_migration where name in (?, ?)").run("008-sqlite-event-counters", "009-sqlite-log-of-record");
+    db.exec("drop table segment");
+    db.prepare("delete from kysely_migration where name in (?, ?, ?)").run("008-sqlite-event-counters", "009-sqlite-log-of-record", "010-sqlite-checkpoint-segments");
     db.prepare("delete from meta where key = ?").run("checkpoint_seq");
     db.prepare("update meta set value = ? where key = ?").run(live.nextHandle, "next_handle");
     db.prepare("update meta set value = ? where key = ?").run(live.headSeq, "head_seq");
