@@ -61,18 +61,17 @@ export function decodeSegment(body: string): RawRow[] {
  * Ranges never overlap: each segment holds rows of one write, whose handles are fresh.
  */
 export class SegmentRanges {
-  private readonly firsts: number[] = [];
-  private readonly lasts: number[] = [];
+  constructor(
+    private readonly firsts: number[] = [],
+    private readonly lasts: number[] = [],
+  ) {}
 
   get size(): number {
     return this.firsts.length;
   }
 
   copy(): SegmentRanges {
-    const c = new SegmentRanges();
-    c.firsts.push(...this.firsts);
-    c.lasts.push(...this.lasts);
-    return c;
+    return new SegmentRanges(this.firsts.slice(), this.lasts.slice());
   }
 
   add(first: number, last: number): void {
