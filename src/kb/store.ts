@@ -19,7 +19,8 @@
  * by the group that reaches `CheckpointLimits`, which records `meta.checkpoint_seq`. The
  * changes since the checkpoint are kept in memory (`pending`, changed only after a COMMIT);
  * `rows()` merges them into the streamed checkpoint, `tombstone()` reads them too, and the
- * prune never passes the checkpoint.
+ * prune never passes the checkpoint. A large write's new rows join the checkpoint as
+ * `segment` rows, many sentexes each (segment.ts), which `rows()` merges with the table's.
  *
  * Fail-stop (K12): the first failure (a statement, the COMMIT, the fsync) rolls back the
  * open transaction, rejects every writer not yet answered, refuses every later write, and
