@@ -21,6 +21,7 @@
  */
 import type { Bounded, RemovalReason, Strength } from "./engine.js";
 import { locatorOf } from "./term.js";
+import { eachRow, RunWriter, type Row, type Run } from "./runs.js";
 
 export interface SentexRecord {
   handle: number;
@@ -72,36 +73,21 @@ const MONOTONIC = 2;
 const DERIVED = 4;
 const BELIEVED = 8;
 
-type AddedRow = [handle: number, sentence: string, context: string, flags: number, creator: string | null, createdAt: number, seq: number];
-/** Sentexes with handles `first`, `first + 1`, ...: the sentences, then the fields they share. */
-type AddedRun = [first: number, sentences: string[], context: string, flags: number, creator: string | null, createdAt: number, seq: number];
 type RemovedRow = [handle: number, sentence: string, context: string, reason: RemovalReason];
-type Compact = [(AddedRow | AddedRun)[], RemovedRow[]] | [(AddedRow | AddedRun)[], RemovedRow[], Bounded];
+/** Added records as runs (runs.ts: the tag is the record's flags), then the removed ones. */
+type Compact = [(Row | Run)[], RemovedRow[]] | [(Row | Run)[], RemovedRow[], Bounded];
 
 const flagsOf = (r: SentexRecord): number =>
   (r.truth === "false" ? FALSE : 0) | (r.strength === "monotonic" ? MONOTONIC : 0) | (r.derived ? DERIVED : 0) | (r.believed ? BELIEVED : 0);
 
-/** A finished run as it is logged: a run of one as a plain row. */
-const closed = (run: AddedRun): AddedRow | AddedRun => (run[1].length === 1 ? [run[0], run[1][0]!, run[2], run[3], run[4], run[5], run[6]] : run);
-
 /** The event's log body (its seq is the row's key, so it is not repeated). */
 export function encodeEvent(e: FeedEvent): string {
-  const added: (AddedRow | AddedRun)[] = [];
-  let run: AddedRun | undefined; // the open run; a run of one is written as a row
-  let next = NaN; // the handle that continues it
+  const runs = new RunWriter();
   for (let i = 0; i < e.added.length; i++) {
     const r = e.added[i]!;
-    const flags = flagsOf(r);
-    if (run !== undefined && r.handle === next && r.context === run[2] && flags === run[3] && r.creator === run[4] && r.createdAt === run[5] && r.seq === run[6]) {
-      run[1].push(r.sentence);
-      next++;
-      continue;
-    }
-    if (run !== undefined) added.push(closed(run));
-    run = [r.handle, [r.sentence], r.context, flags, r.creator, r.createdAt, r.seq];
-    next = r.handle + 1;
+    runs.push(r.handle, r.sentence, r.context, flagsOf(r), r.creator, r.createdAt, r.seq);
   }
-  if (run !== undefined) added.push(closed(run));
+  const added = runs.done();
   const removed: RemovedRow[] = new Array(e.removed.length);
   for (let i = 0; i < e.removed.length; i++) {
     const r = e.removed[i]!;
@@ -132,10 +118,7 @@ export function decodeEvent(seq: number, body: string): FeedEvent {
   if (body.startsWith("{")) return JSON.parse(body) as FeedEvent;
   const [added, removed, bounded] = JSON.parse(body) as Compact;
   const records: SentexRecord[] = [];
-  for (const [handle, sentence, context, flags, creator, createdAt, rowSeq] of added) {
-    if (typeof sentence === "string") records.push(addedRecord(handle, sentence, context, flags, creator, createdAt, rowSeq));
-    else for (let i = 0; i < sentence.length; i++) records.push(addedRecord(handle + i, sentence[i]!, context, flags, creator, createdAt, rowSeq));
-  }
+  eachRow(added, (handle, sentence, context, flags, creator, createdAt, rowSeq) => records.push(addedRecord(handle, sentence, context, flags, creator, createdAt, rowSeq)));
   const e: FeedEvent = {
     seq,
     added: records,

@@ -6,7 +6,7 @@
  * cost a thousand index searches and cell writes, and the sentences are already in memory
  * as the JSON encoder wants them.
  *
- * A body is the JSON of runs, as the event log writes an edit's entries (event.ts):
+ * A body is the JSON of runs (runs.ts), as the event log writes an edit's entries (event.ts):
  * consecutive handles that share context, premise, creator, time and seq are one run, the
  * first handle, the sentences, then the shared fields; a run of one is the row itself.
  *
@@ -20,39 +20,19 @@
 import type { StoredRow } from "./engine.js";
 import type { PremiseMark } from "./node.js";
 import type { RawRow } from "./store-of-record.js";
+import { eachRow, RunWriter, type Row, type Run } from "./runs.js";
 
-type Run = [first: number, sentences: string[], context: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
-/** A run of one, as it is written: the row's own fields in the run's order. */
-type Single = [handle: number, sentence: string, context: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
-
-const closed = (run: Run): Run | Single => (run[1].length === 1 ? [run[0], run[1][0]!, run[2], run[3], run[4], run[5], run[6]] : run);
-
-/** The body of a segment holding `rows` (in handle order). */
+/** The body of a segment holding `rows` (in handle order): their runs, the premise mark as the tag. */
 export function encodeSegment(rows: readonly StoredRow[]): string {
-  const out: (Run | Single)[] = [];
-  let run: Run | undefined;
-  let next = NaN;
-  for (const r of rows) {
-    if (run !== undefined && r.handle === next && r.context === run[2] && r.premise === run[3] && r.creator === run[4] && r.createdAt === run[5] && r.seq === run[6]) {
-      run[1].push(r.sentence);
-      next++;
-      continue;
-    }
-    if (run !== undefined) out.push(closed(run));
-    run = [r.handle, [r.sentence], r.context, r.premise, r.creator, r.createdAt, r.seq];
-    next = r.handle + 1;
-  }
-  if (run !== undefined) out.push(closed(run));
-  return JSON.stringify(out);
+  const runs = new RunWriter();
+  for (const r of rows) runs.push(r.handle, r.sentence, r.context, r.premise, r.creator, r.createdAt, r.seq);
+  return JSON.stringify(runs.done());
 }
 
 /** The rows a segment body holds, in handle order, as the `sentex` table's rows read raw. */
 export function decodeSegment(body: string): RawRow[] {
   const rows: RawRow[] = [];
-  for (const [first, sentences, context, premise, creator, createdAt, seq] of JSON.parse(body) as (Run | Single)[]) {
-    if (typeof sentences === "string") rows.push([first, context, sentences, premise, creator, createdAt, seq]);
-    else for (let i = 0; i < sentences.length; i++) rows.push([first + i, context, sentences[i]!, premise, creator, createdAt, seq]);
-  }
+  eachRow(JSON.parse(body) as (Row | Run)[], (handle, sentence, context, premise, creator, createdAt, seq) => rows.push([handle, context, sentence, premise as PremiseMark, creator, createdAt, seq]));
   return rows;
 }
 

@@ -93,6 +93,9 @@ const INSERT_BATCH = 64;
 
 const ROW_COLUMNS = 7;
 
+/** A row as read raw (a checkpoint's, the log's) as the row a write hands the store. */
+const storedRow = ([handle, context, sentence, premise, creator, createdAt, seq]: RawRow): StoredRow => ({ handle, context, sentence, premise, creator, createdAt, seq });
+
 export class SqliteStore implements StoreOfRecord {
   readonly kind = "sqlite";
   readonly openMeta: StoreMeta;
@@ -408,7 +411,7 @@ export class SqliteStore implements StoreOfRecord {
     const { body } = this.stmts.segmentBody!.get(first) as { body: string };
     this.stmts.deleteSegment!.run(first);
     (this.groupSegments ??= this.segments.copy()).remove(first);
-    this.writeRows(decodeSegment(body).map(([handle, context, sentence, premise, creator, createdAt, seq]) => ({ handle, context, sentence, premise, creator, createdAt, seq })));
+    this.writeRows(decodeSegment(body).map(storedRow));
   }
 
   /** `n` row changes went to the group's log instead of the tables. */
@@ -479,10 +482,8 @@ export class SqliteStore implements StoreOfRecord {
     const inserts: StoredRow[] = [];
     for (const [h, e] of all.map) {
       if (e.del) this.writeDelete(h, e.del.reason, e.del.seq, !e.fresh); // a handle inserted since the checkpoint has no row there
-      if (e.ins) {
-        const [handle, context, sentence, premise, creator, createdAt, seq] = e.ins;
-        inserts.push({ handle, context, sentence, premise, creator, createdAt, seq });
-      } else if (e.upd && !e.del) {
+      if (e.ins) inserts.push(storedRow(e.ins));
+      else if (e.upd && !e.del) {
         this.unsegment(h);
         this.stmts.updateSentex!.run(e.upd[0], e.upd[1], e.upd[2], h);
       }
