@@ -172,8 +172,12 @@ export class Engine {
   private topologyChanged = false;
   /** Nodes outside the settling region found to need relabelling (see relabel). */
   private widening = new Set<Node>();
-  /** Identity -> [handle, seq] of derived rows read from the store; reused on rebuild. */
-  private reuse: Map<string, [number, number]> | undefined;
+  /**
+   * Identity -> the stored row of a derived sentex (handle, seq, creator, time), read from the
+   * store and reused on rebuild. A derived row holds a creator and time when it was a premise
+   * once (retracted while still derived): first writer wins, across a restart too.
+   */
+  private reuse: Map<string, { h: number; seq: number; creator: string | null; createdAt: number }> | undefined;
 
   constructor(opts: { limits?: Partial<EngineLimits>; now?: () => number } = {}) {
     this.limits = { ...DEFAULT_ENGINE_LIMITS, ...opts.limits };
@@ -492,12 +496,10 @@ export class Engine {
   }
 
   private newNode(ctx: string, neg: boolean, atom: List, akey: string | undefined, rule: CompiledRule | null, mark: PremiseMark, creator: string | null): Node {
-    let h: number;
-    let seq = this.writeSeq;
     const reused = mark === 0 && this.reuse ? this.reuse.get(identityKey(ctx, neg, akey ?? printTerm(atom))) : undefined;
-    if (reused) [h, seq] = reused;
-    else h = this.nextHandle++;
-    const n = new Node(h, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), seq);
+    const n = reused
+      ? new Node(reused.h, this.index.intern(ctx), neg, atom, akey, rule, 0, this.index.intern(reused.creator), reused.createdAt, reused.seq)
+      : new Node(this.nextHandle++, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), this.writeSeq);
     this.index.add(n);
     if (rule) this.indexRule(n);
     n.writeNo = this.writeNo;
@@ -898,7 +900,7 @@ export class Engine {
         atom = parseTerm(akey, unlimited) as List;
       }
       if (premise === 0) {
-        this.reuse.set(identityKey(ctx, neg, akey), [handle, seq]);
+        this.reuse.set(identityKey(ctx, neg, akey), { h: handle, seq, creator, createdAt });
         continue;
       }
       const n = new Node(handle, this.index.intern(ctx), neg, atom, akey, rule, premise, this.index.intern(creator), createdAt, seq);
@@ -915,7 +917,7 @@ export class Engine {
     this.topologyChanged = true;
     this.settle([]);
     const stale: number[] = [];
-    for (const [h] of this.reuse.values()) if (this.index.byHandle.get(h)?.premise !== 0) stale.push(h);
+    for (const { h } of this.reuse.values()) if (this.index.byHandle.get(h)?.premise !== 0) stale.push(h);
     this.reuse = undefined;
     const out = this.endWrite([], []);
     out.removedHandles = stale;

@@ -20,11 +20,11 @@ const sqlite = (kb: Kb) => kb.store as SqliteStore;
 
 /**
  * The rows the engine holds in memory, as the store should hold them: an oracle that shares
- * no code with the store. A derived row's creator and time are left out: a premise retracted
- * while still derived keeps them in its row, and a reopen rebuilds it without them.
+ * no code with the store. Derived rows too carry their creator and time (a premise retracted
+ * while still derived keeps them, in memory, in its row and across a reopen).
  */
-const engineRows = (kb: Kb) => [...kb.engine.index.byHandle.values()].map((n) => [n.h, n.ctx, n.text, n.premise, ...(n.premise === 0 ? [] : [n.creator, n.createdAt]), n.seq]);
-const asOracle = (rows: Iterable<RawRow>) => [...rows].map(([h, ctx, text, premise, creator, createdAt, seq]) => [h, ctx, text, premise, ...(premise === 0 ? [] : [creator, createdAt]), seq]);
+const engineRows = (kb: Kb) => [...kb.engine.index.byHandle.values()].map((n) => [n.h, n.ctx, n.text, n.premise, n.creator, n.createdAt, n.seq]);
+const asOracle = (rows: Iterable<RawRow>) => [...rows];
 
 /** What a reopen would see: the rows as of the head, every handle's tombstone, the feed. */
 async function state(kb: Kb) {
@@ -172,6 +172,34 @@ describe("the SQLite log of record", () => {
       expect(kb.why(edit.added[120]!).reason).toBe("retracted");
     } finally {
       await kb.close();
+    }
+  });
+
+  it("a premise retracted while still derived keeps its creator and time, in memory and across a reopen (first writer wins)", async () => {
+    const clock = { t: 5_000 };
+    // a checkpoint per event: the reopen reads the row from the table; the default: from the log's tail
+    for (const checkpoint of [{ events: 1 }, {}]) {
+      const path = join(tempDir(), "kb.db");
+      let kb = await openKb({ path, durability: "normal", now: () => clock.t, checkpoint });
+      try {
+        await kb.assert("(implies (dog ?x) (animal ?x))", "CxPets");
+        clock.t = 6_000;
+        const { handle } = await kb.assert("(animal Rex)", "CxPets", { creator: "AgentAva" });
+        clock.t = 7_000;
+        await kb.assert("(dog Rex)", "CxPets", { creator: "AgentBo" }); // now derived too
+        clock.t = 8_000;
+        await kb.retract(handle); // no longer a premise, still derived
+        const live = kb.sentex(handle)!;
+        expect([live.derived, live.creator, live.createdAt]).toEqual([true, "AgentAva", 6_000]);
+        await kb.close();
+        kb = await openKb({ path, durability: "normal", now: () => clock.t, checkpoint });
+        expect(kb.sentex(handle)).toEqual(live);
+        clock.t = 9_000;
+        await kb.assert("(animal Rex)", "CxPets", { creator: "AgentCy" }); // a premise again: the first writer stays
+        expect([kb.sentex(handle)!.creator, kb.sentex(handle)!.createdAt]).toEqual(["AgentAva", 6_000]);
+      } finally {
+        await kb.close();
+      }
     }
   });
 
