@@ -6,7 +6,11 @@
  *   kb         the same through `openKb`: a real SQLite file, rows and feed events written
  *   seminaive  a plain semi-naive closure written for the benchmark: integer ids, arrays
  *              and sets, no truth maintenance, no contexts (the floor a closure can reach)
+ *
+ * and `DurableFloor`, the least a durable write waits on this machine (what the `kb`
+ * system's one-edge insert and retract cannot go under).
  */
+import Database from "better-sqlite3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -107,6 +111,40 @@ export class KbClosure implements Incremental {
   }
   async close() {
     await this.kb.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * One row committed at a time, durably, by better-sqlite3 alone: WAL mode at
+ * synchronous=FULL, so each commit appends to the WAL and fsyncs it, as a `kb.assert` at
+ * `full` must at least. A file in the same temp directory as `KbClosure`'s. A commit's
+ * body is as long as a one-edge insert's event row (`bytes`).
+ */
+export class DurableFloor {
+  private readonly dir = mkdtempSync(join(tmpdir(), "koinii-bench-floor-"));
+  readonly db: Database.Database;
+  private readonly insert: Database.Statement;
+  private readonly body: string;
+
+  constructor(bytes: number) {
+    this.db = new Database(join(this.dir, "floor.db"));
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = FULL");
+    this.db.exec("CREATE TABLE event (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+    this.insert = this.db.prepare("INSERT INTO event (body) VALUES (?)");
+    this.body = "x".repeat(bytes);
+  }
+
+  /** One durable commit; its milliseconds. */
+  commit(): number {
+    const t = process.hrtime.bigint();
+    this.insert.run(this.body);
+    return Number(process.hrtime.bigint() - t) / 1e6;
+  }
+
+  close(): void {
+    this.db.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -9,7 +9,7 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { Readable } from "node:stream";
-import { SemiNaiveClosure, EngineClosure, type Edge } from "../../bench/closure.js";
+import { SemiNaiveClosure, EngineClosure, DurableFloor, type Edge } from "../../bench/closure.js";
 import { delivered } from "../../bench/delivery.js";
 import { closedLoop } from "../../bench/lib.js";
 import { readSse, markersOf, markedSentence } from "../../bench/sse.js";
@@ -49,6 +49,20 @@ describe("rules bench baselines", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("the durable floor beside the rules bench's steps through openKb", () => {
+  it("commits one row of the given size per call, in WAL mode at synchronous=FULL (an fsync per commit)", () => {
+    const floor = new DurableFloor(1_024);
+    try {
+      for (let i = 0; i < 3; i++) expect(floor.commit()).toBeGreaterThan(0);
+      expect(floor.db.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(floor.db.pragma("synchronous", { simple: true })).toBe(2); // FULL: the WAL is fsynced at every commit
+      expect(floor.db.prepare("SELECT count(*) AS n, min(length(body)) AS lo, max(length(body)) AS hi FROM event").get()).toEqual({ n: 3, lo: 1_024, hi: 1_024 });
+    } finally {
+      floor.close();
+    }
   });
 });
 
