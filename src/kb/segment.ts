@@ -13,9 +13,11 @@
  *   encodeSegment(rows)   '[[7,["(rel E1 V1)","(rel E2 V2)"],"CxBench",1,"AgentAva",1700000000000,3]]'
  *   decodeSegment(body)   [[7,"CxBench","(rel E1 V1)",1,"AgentAva",1700000000000,3], [8, ...]]
  *
- * A segment row is never changed in place: before a row it holds is updated or removed,
- * the store moves the whole segment's rows to the `sentex` table (`SegmentRanges.holding`
- * finds it), so a segment only ever holds rows as they were written.
+ * A segment row is never changed in place: before a row it holds is updated, the store
+ * moves the whole segment's rows to the `sentex` table (`SegmentRanges.holding` finds it);
+ * rows a group removes from it are dropped by writing the segment once more without them
+ * (or deleting it, when none is left). So a segment only ever holds rows as they were
+ * written, and its range may have holes: handles removed for good, never reused.
  */
 import type { StoredRow } from "./engine.js";
 import type { PremiseMark } from "./node.js";

@@ -125,6 +125,12 @@ export class SqliteStore implements StoreOfRecord {
   private segments = new SegmentRanges();
   /** The open group's, once it changes them (a copy of `segments`, which it replaces at COMMIT). */
   private groupSegments: SegmentRanges | undefined;
+  /**
+   * The open group's removals of rows a segment holds, by the segment's first handle: the
+   * segment is rewritten without them once, before COMMIT (`flushSegmentDeletes`), instead of
+   * moving all its rows to the table and deleting them there one by one.
+   */
+  private readonly segmentDeletes = new Map<number, Set<number>>();
   /** The seq the sentex and tombstone tables are complete to; events after it carry the rows' changes. */
   checkpointSeq: number;
   /** The net row changes since that checkpoint, committed (only a COMMIT changes it: K12). */
@@ -402,16 +408,39 @@ export class SqliteStore implements StoreOfRecord {
     }
   }
 
-  /** Before a checkpoint row changes: the segment holding it, if one does, moves to the `sentex` table. */
-  private unsegment(handle: number): void {
+  /** The first handle of the segment whose range holds `handle`, if one does. */
+  private segmentHolding(handle: number): number | undefined {
     const ranges = this.groupSegments ?? this.segments;
-    if (ranges.size === 0) return;
-    const first = ranges.holding(handle);
-    if (first === undefined) return;
+    return ranges.size === 0 ? undefined : ranges.holding(handle);
+  }
+
+  /** A segment's rows, without those the open group removed from it; the segment row goes. */
+  private takeSegment(first: number): StoredRow[] {
     const { body } = this.stmts.segmentBody!.get(first) as { body: string };
     this.stmts.deleteSegment!.run(first);
     (this.groupSegments ??= this.segments.copy()).remove(first);
-    this.writeRows(decodeSegment(body).map(storedRow));
+    const rows = decodeSegment(body).map(storedRow);
+    const removed = this.segmentDeletes.get(first);
+    if (removed === undefined) return rows;
+    this.segmentDeletes.delete(first);
+    const kept = rows.filter((r) => !removed.has(r.handle));
+    if (kept.length + removed.size !== rows.length) throw new Error(`invariant: the segment at ${first} lost ${removed.size} rows it does not hold`);
+    return kept;
+  }
+
+  /** Before a checkpoint row is updated: the segment holding it, if one does, moves to the `sentex` table. */
+  private unsegment(handle: number): void {
+    const first = this.segmentHolding(handle);
+    if (first !== undefined) this.writeRows(this.takeSegment(first));
+  }
+
+  /** Before COMMIT: each segment the group removed rows from is written again without them (or goes, when none is left). */
+  private flushSegmentDeletes(): void {
+    if (this.segmentDeletes.size === 0) return;
+    for (const first of [...this.segmentDeletes.keys()]) {
+      const kept = this.takeSegment(first);
+      if (kept.length) this.writeSegments(kept);
+    }
   }
 
   /** `n` row changes went to the group's log instead of the tables. */
@@ -420,11 +449,19 @@ export class SqliteStore implements StoreOfRecord {
     this.groupRows += n;
   }
 
-  /** A row removed from the tables: it goes (unless the checkpoint never had it), its tombstone comes. */
+  /**
+   * A row removed from the tables: it goes (unless the checkpoint never had it; from its
+   * segment before COMMIT when one holds it), its tombstone comes.
+   */
   private writeDelete(handle: number, reason: string, seq: number, inTable = true): void {
     if (inTable) {
-      this.unsegment(handle);
-      this.stmts.deleteSentex!.run(handle);
+      const first = this.segmentHolding(handle);
+      if (first === undefined) this.stmts.deleteSentex!.run(handle);
+      else {
+        let removed = this.segmentDeletes.get(first);
+        if (removed === undefined) this.segmentDeletes.set(first, (removed = new Set()));
+        removed.add(handle);
+      }
     }
     this.stmts.insertTombstone!.run(handle, reason, seq);
   }
@@ -503,6 +540,7 @@ export class SqliteStore implements StoreOfRecord {
     const p = this.pending;
     const due = this.sinceEvent < this.groupChanges.length || p.events + this.groupEvents >= this.limits.events || p.rows + this.groupRows >= this.limits.rows;
     if (!this.checkpointing && due && (this.groupChanges.length || this.groupEvents)) this.startCheckpoint();
+    this.flushSegmentDeletes();
     if (this.checkpointing) this.stmts.setCheckpoint!.run(this.headSeq, "checkpoint_seq");
     if (this.pruneUpto !== undefined) {
       this.stmts.pruneEvents!.run(Math.min(this.pruneUpto, this.checkpointing ? this.headSeq : this.checkpointSeq));
@@ -525,6 +563,7 @@ export class SqliteStore implements StoreOfRecord {
 
   private resetGroup(): void {
     this.groupSegments = undefined;
+    this.segmentDeletes.clear();
     this.groupChanges.length = 0;
     this.sinceEvent = this.sinceEventRows = this.groupEvents = this.groupRows = 0;
     this.checkpointing = false;

@@ -141,7 +141,7 @@ describe("the SQLite log of record", () => {
     }
   });
 
-  it("an edit's rows are kept in segments of segmentRows rows, not a sentex row each; a change to one moves its segment to the table", async () => {
+  it("an edit's rows are kept in segments of segmentRows rows, not a sentex row each; an update to one moves its segment to the table", async () => {
     const path = join(tempDir(), "kb.db");
     const count = (table: string) => {
       const db = new Database(path, { readonly: true });
@@ -158,16 +158,51 @@ describe("the SQLite log of record", () => {
       const rows = [...sqlite(kb).rows()];
       expect(rows.map((r) => r[0])).toEqual(edit.added);
       expect(rows).toEqual(engineRows(kb));
-      await kb.retract(edit.added[120]!); // in the second segment
-      await kb.edit({ add: Array.from({ length: 70 }, (_, i) => ({ sentence: `(rel F${i} W${i})`, context: "CxBench" })) }); // checkpoints: the retract reaches the tables
-      expect([count("segment"), count("sentex")]).toEqual([3, 99]); // the first, the third and the new one; the second's other 99 rows
+      await kb.assert("(rel E120 V120)", "CxBench", { strength: "monotonic" }); // in the second segment: its premise mark changes
+      await kb.edit({ add: Array.from({ length: 70 }, (_, i) => ({ sentence: `(rel F${i} W${i})`, context: "CxBench" })) }); // checkpoints: the update reaches the tables
+      expect([count("segment"), count("sentex")]).toEqual([3, 100]); // the first, the third and the new one; the second's 100 rows
       expect([...sqlite(kb).rows()]).toEqual(engineRows(kb));
-      expect(sqlite(kb).rowCount()).toBe(250 - 1 + 70);
+      expect(sqlite(kb).rowCount()).toBe(250 + 70);
       const before = engineRows(kb);
       await kb.close();
       kb = await openKb({ path, durability: "normal", checkpoint: { segmentRows: 100 } });
       expect(engineRows(kb)).toEqual(before);
-      expect(kb.why(edit.added[120]!).reason).toBe("retracted");
+      expect(kb.sentex(edit.added[120]!)!.strength).toBe("monotonic");
+    } finally {
+      await kb.close();
+    }
+  });
+
+  it("rows removed from a segment leave it written again without them, or gone when none is left; nothing moves to the table", async () => {
+    const path = join(tempDir(), "kb.db");
+    const count = (table: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    const checkpoint = { segmentRows: 100 };
+    let kb = await openKb({ path, durability: "normal", checkpoint });
+    try {
+      const edit = await kb.edit({ add: Array.from({ length: 250 }, (_, i) => ({ sentence: `(rel E${i} V${i})`, context: "CxBench" })) });
+      expect([count("segment"), count("sentex")]).toEqual([3, 0]); // 100 + 100 + 50
+      // A large write removes the whole first segment and half the second: written to the tables at once.
+      await kb.edit({ remove: edit.added.slice(0, 150) });
+      expect([count("segment"), count("sentex"), count("tombstone")]).toEqual([2, 0, 150]); // the second's other 50, the third
+      expect([...sqlite(kb).rows()]).toEqual(engineRows(kb));
+      // A single retract rides in the log until the next checkpoint, which removes it from its segment.
+      await kb.retract(edit.added[210]!);
+      await kb.edit({ add: Array.from({ length: 70 }, (_, i) => ({ sentence: `(rel F${i} W${i})`, context: "CxBench" })) });
+      expect([count("segment"), count("sentex"), count("tombstone")]).toEqual([3, 0, 151]); // 50, 49 and the new 70
+      expect([...sqlite(kb).rows()]).toEqual(engineRows(kb));
+      expect(sqlite(kb).rowCount()).toBe(250 - 151 + 70);
+      const before = engineRows(kb);
+      await kb.close();
+      kb = await openKb({ path, durability: "normal", checkpoint });
+      expect(engineRows(kb)).toEqual(before);
+      expect([kb.why(edit.added[0]!).reason, kb.why(edit.added[149]!).reason, kb.why(edit.added[210]!).reason]).toEqual(["retracted", "retracted", "retracted"]);
     } finally {
       await kb.close();
     }
