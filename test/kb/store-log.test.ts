@@ -17,6 +17,16 @@ import { refusal, tempDir } from "./helpers.js";
 
 const sqlite = (kb: Kb) => kb.store as SqliteStore;
 
+/** Rows in one table of the file, read through a connection of its own. */
+function countRows(path: string, table: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * The rows the engine holds in memory, as the store should hold them: an oracle that shares
  * no code with the store. Derived rows too carry their creator and time (a premise retracted
@@ -143,14 +153,7 @@ describe("the SQLite log of record", () => {
 
   it("an edit's rows are kept in segments of segmentRows rows, not a sentex row each; an update to one moves its segment to the table", async () => {
     const path = join(tempDir(), "kb.db");
-    const count = (table: string) => {
-      const db = new Database(path, { readonly: true });
-      try {
-        return (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
+    const count = (table: string) => countRows(path, table);
     let kb = await openKb({ path, durability: "normal", checkpoint: { segmentRows: 100 } });
     try {
       const edit = await kb.edit({ add: Array.from({ length: 250 }, (_, i) => ({ sentence: `(rel E${i} V${i})`, context: "CxBench" })) });
@@ -175,14 +178,7 @@ describe("the SQLite log of record", () => {
 
   it("rows removed from a segment leave it written again without them, or gone when none is left; nothing moves to the table", async () => {
     const path = join(tempDir(), "kb.db");
-    const count = (table: string) => {
-      const db = new Database(path, { readonly: true });
-      try {
-        return (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
+    const count = (table: string) => countRows(path, table);
     const checkpoint = { segmentRows: 100 };
     let kb = await openKb({ path, durability: "normal", checkpoint });
     try {
