@@ -1,11 +1,12 @@
 /**
- * In-memory indexes over stored nodes: by handle, by identity (the atom's structure), by
- * predicate, and by (predicate, argument position, argument text). A bucket holds one node directly
- * and becomes an array only when a second arrives, which keeps the common unique-key case
- * at one map entry per sentex.
+ * In-memory indexes over stored nodes: by handle, by predicate, by (predicate, argument
+ * position, argument text), and by identity (the atom's structure), which is read through the
+ * first argument's map rather than kept beside it. A bucket holds one node directly and becomes
+ * an array only when a second arrives, which keeps the common unique-key case at one map entry
+ * per sentex and argument.
  */
 import { type List, type Term, printTerm, isVariable, handleOfTerm } from "./term.js";
-import { type Node, nodePredKey } from "./node.js";
+import { type Node, nodePredKey, predKey, removeFrom } from "./node.js";
 import { type Pat, argKeyOf } from "./compiled.js";
 
 type Bucket = Node | Node[];
@@ -48,14 +49,16 @@ const argKey = (t: Term): string => (typeof t === "string" ? t : printTerm(t));
  */
 class PredIndex {
   count = 0;
-  readonly args: Map<string, Bucket>[] = [];
+  /** Position i's map: argument key -> the nodes with that argument there (a Wide only at position 1). */
+  readonly args: Map<string, Entry>[] = [];
   readonly nullary = new Set<Node>();
 
   *all(): IterableIterator<Node> {
     yield* this.nullary;
     const first = this.args[1];
     if (!first) return;
-    for (const b of first.values()) {
+    for (const e of first.values()) {
+      const b = e instanceof Wide ? e.nodes : e;
       if (Array.isArray(b)) yield* b;
       else yield b;
     }
@@ -96,11 +99,10 @@ export class HandleTable {
 }
 
 /**
- * One level of the identity index: the atoms that continue with one more element (`kids`,
+ * One level of an identity table: the atoms that continue with one more element (`kids`,
  * keyed by that element's index key) and the atoms that end with it (`leaves`). While one
  * atom alone continues through a key, `kids` holds its bucket there instead of a level of
- * its own (the path is compressed): a million `(rel E_i V_i)` cost one map entry each, not a
- * level and a leaf map each.
+ * its own (the path is compressed).
  */
 class Level {
   kids: Map<string, Level | Bucket> | undefined = undefined;
@@ -117,91 +119,98 @@ function sameFrom(a: List, b: List, from: number): boolean {
 }
 
 /**
- * Nodes by atom structure, one map per element: looking up a derived atom reads maps keyed
- * by the strings it is built of (their hashes already computed), never a freshly printed
- * text of the whole atom, which would be hashed and compared against a map of millions.
- * Two atoms have the same path exactly when their canonical texts are equal (an element's
- * key is the atom itself or the printed text of a list).
+ * Nodes by the elements of their atom from position `from` on, one map per element: a lookup
+ * reads maps keyed by the strings the atom is built of (their hashes already computed),
+ * never a freshly printed text of the whole atom. Two atoms that agree before `from` have
+ * the same path exactly when their canonical texts are equal (an element's key is the atom
+ * itself or the printed text of a list). Atoms that end before `from` share `here`.
  */
 class AtomTable {
   private readonly root = new Level();
-  /**
-   * The level whose leaves hold the atom `get` looked up last, when its walk reached them: a
-   * firing looks its conclusion up and then adds it, and the add reuses the walk. Levels are
-   * only ever dropped by `remove`, which clears this.
-   */
-  private lastAtom: List | undefined;
-  private lastLevel: Level | undefined;
+  private here: Bucket | undefined = undefined;
+
+  constructor(private readonly from: number) {}
 
   get(atom: List): Bucket | undefined {
-    if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
-    this.lastAtom = undefined;
+    if (atom.length <= this.from) return atom.length === this.from ? this.here : undefined;
     let lv = this.root;
     const last = atom.length - 1;
-    for (let i = 0; i < last; i++) {
+    for (let i = this.from; i < last; i++) {
       const next = lv.kids?.get(argKey(atom[i]!));
       if (next === undefined) return undefined;
       if (!(next instanceof Level)) return sameFrom(bucketAtom(next), atom, i + 1) ? next : undefined;
       lv = next;
     }
-    this.lastAtom = atom;
-    this.lastLevel = lv;
     return lv.leaves?.get(argKey(atom[last]!));
   }
 
-  /** Add n under its atom; returns the bucket as it was before (undefined when new). */
-  add(n: Node): Bucket | undefined {
+  add(n: Node): void {
     const atom = n.atom;
-    if (atom.length === 0) throw new Error("invariant: an atom has a predicate");
+    if (atom.length < this.from) throw new Error(`invariant: an atom in an identity table from ${this.from} has that many elements`);
+    if (atom.length === this.from) {
+      const b = this.here;
+      this.here = b === undefined ? n : Array.isArray(b) ? (b.push(n), b) : [b, n];
+      return;
+    }
     const last = atom.length - 1;
     let lv = this.root;
-    if (atom === this.lastAtom) lv = this.lastLevel!;
-    else {
-      for (let i = 0; i < last; i++) {
-        const k = argKey(atom[i]!);
-        const kids = (lv.kids ??= new Map());
-        const next = kids.get(k);
-        if (next === undefined) {
-          kids.set(k, n); // the only atom past this prefix: no level of its own
-          return undefined;
-        }
-        if (!(next instanceof Level)) {
-          if (sameFrom(bucketAtom(next), atom, i + 1)) return bucketAdd(kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
-          // A second atom continues through this key: the first moves one level down.
-          const split = new Level();
-          kids.set(k, split);
-          const other = bucketAtom(next);
-          const at = argKey(other[i + 1]!);
-          if (i + 1 === other.length - 1) (split.leaves = new Map()).set(at, next);
-          else (split.kids = new Map()).set(at, next);
-          lv = split;
-          continue;
-        }
-        lv = next;
+    for (let i = this.from; i < last; i++) {
+      const k = argKey(atom[i]!);
+      const kids = (lv.kids ??= new Map());
+      const next = kids.get(k);
+      if (next === undefined) {
+        kids.set(k, n); // the only atom past this prefix: no level of its own
+        return;
       }
+      if (!(next instanceof Level)) {
+        if (sameFrom(bucketAtom(next), atom, i + 1)) {
+          bucketAdd(kids as Map<string, Bucket>, k, n); // the entry at k is this bucket
+          return;
+        }
+        // A second atom continues through this key: the first moves one level down.
+        const split = new Level();
+        kids.set(k, split);
+        const other = bucketAtom(next);
+        const at = argKey(other[i + 1]!);
+        if (i + 1 === other.length - 1) (split.leaves = new Map()).set(at, next);
+        else (split.kids = new Map()).set(at, next);
+        lv = split;
+        continue;
+      }
+      lv = next;
     }
-    return bucketAdd((lv.leaves ??= new Map()), argKey(atom[last]!), n);
+    bucketAdd((lv.leaves ??= new Map()), argKey(atom[last]!), n);
   }
 
-  /** Levels and leaf maps below the root (what stays allocated; 0 once every atom is removed). */
-  levels(): number {
+  /** Maps the table holds (0 once every atom is removed). */
+  maps(): number {
     const count = (lv: Level): number => {
-      let n = 0;
-      if (lv.kids) for (const k of lv.kids.values()) if (k instanceof Level) n += 1 + count(k);
-      return n + (lv.leaves ? 1 : 0);
+      let n = (lv.kids ? 1 : 0) + (lv.leaves ? 1 : 0);
+      if (lv.kids) for (const k of lv.kids.values()) if (k instanceof Level) n += count(k);
+      return n;
     };
     return count(this.root);
   }
 
-  /** Remove n, dropping the maps and levels it leaves empty (a retracted argument leaves no map behind). */
+  /** Remove n, dropping the maps and levels it leaves empty. */
   remove(n: Node): void {
-    this.lastAtom = this.lastLevel = undefined;
     const atom = n.atom;
+    if (atom.length === this.from) {
+      const b = this.here;
+      if (b === undefined) return;
+      if (!Array.isArray(b)) {
+        if (b === n) this.here = undefined;
+      } else {
+        removeFrom(b, n);
+        if (b.length === 1) this.here = b[0];
+      }
+      return;
+    }
     const last = atom.length - 1;
     const path: Level[] = [this.root];
     const keys: string[] = [];
     let lv = this.root;
-    for (let i = 0; i < last; i++) {
+    for (let i = this.from; i < last; i++) {
       const k = argKey(atom[i]!);
       const next = lv.kids?.get(k);
       if (next === undefined) return;
@@ -231,17 +240,75 @@ class AtomTable {
   }
 }
 
+/**
+ * The nodes of one predicate key that share a first argument, once there are more than
+ * `wideAt` of them: their list (what a join or a scan walks) and an identity table over the
+ * rest of each atom (what a lookup reads instead of scanning the list).
+ */
+class Wide {
+  readonly rest = new AtomTable(2);
+  constructor(readonly nodes: Node[]) {
+    for (const n of nodes) this.rest.add(n);
+  }
+}
+
+/** An argument map's entry: the nodes with that argument there. */
+type Entry = Bucket | Wide;
+
+const entryNodes = (e: Entry): Bucket => (e instanceof Wide ? e.nodes : e);
+
+/** The nodes of `e` whose atom has the same elements as `atom` from position 2 on. */
+function sameAtomIn(e: Entry | undefined, atom: List): readonly Node[] {
+  if (e === undefined) return EMPTY;
+  if (e instanceof Wide) return bucketList(e.rest.get(atom));
+  if (!Array.isArray(e)) return sameFrom(e.atom, atom, 2) ? [e] : EMPTY;
+  return e.filter((n) => sameFrom(n.atom, atom, 2));
+}
+
+/** The node of `e` in `ctx` whose atom has the same elements as `atom` from position 2 on. */
+function inCtxIn(e: Entry | undefined, ctx: string, atom: List): Node | undefined {
+  if (e === undefined) return undefined;
+  if (e instanceof Wide) return inCtx(e.rest.get(atom), ctx);
+  if (!Array.isArray(e)) return e.ctx === ctx && sameFrom(e.atom, atom, 2) ? e : undefined;
+  for (const n of e) if (n.ctx === ctx && sameFrom(n.atom, atom, 2)) return n;
+  return undefined;
+}
+
+function inCtx(b: Bucket | undefined, ctx: string): Node | undefined {
+  if (b === undefined) return undefined;
+  if (!Array.isArray(b)) return b.ctx === ctx ? b : undefined;
+  for (const n of b) if (n.ctx === ctx) return n;
+  return undefined;
+}
+
+export interface MemIndexOptions {
+  /**
+   * How many nodes of one predicate key may share a first argument before that argument's
+   * entry gets an identity table over the rest of their atoms (below it, a lookup scans them).
+   */
+  wideAt: number;
+}
+
+export const DEFAULT_WIDE_AT = 8;
+
 export class MemIndex {
   readonly byHandle = new HandleTable();
-  private readonly byAtom = new AtomTable();
   private readonly preds = new Map<string, PredIndex>();
+  /** Rules by their canonical text (rules are never matched as facts). */
+  private readonly rules = new Map<string, Bucket>();
   /** handle -> nodes whose atom contains (sentexHandle handle). */
   private readonly mentions = new Map<number, Bucket>();
   /** Atoms held at both polarities somewhere, by their text: where clashes can be. */
   readonly opposed = new Map<string, List>();
+  private readonly wideAt: number;
 
   /** One string per name (predicate, context, creator): each node points at it instead of holding its own copy. */
   private readonly names = new Map<string, string>();
+
+  constructor(opts: Partial<MemIndexOptions> = {}) {
+    this.wideAt = opts.wideAt ?? DEFAULT_WIDE_AT;
+    if (!(this.wideAt >= 1)) throw new Error(`invariant: wideAt is at least 1, got ${this.wideAt}`);
+  }
 
   get size(): number {
     return this.byHandle.size;
@@ -267,9 +334,10 @@ export class MemIndex {
     const atom = n.atom as Term[];
     if (typeof atom[0] === "string") atom[0] = this.intern(atom[0]);
     this.byHandle.set(n.h, n);
-    const before = this.byAtom.add(n);
-    if (before !== undefined && this.bucketHasOpposite(n)) this.opposed.set(n.akey, n.atom);
-    if (n.rule) return; // rules are found through the rule index, never matched as facts
+    if (n.rule) {
+      bucketAdd(this.rules, n.akey, n); // rules are found through the rule index, never matched as facts
+      return;
+    }
     const key = nodePredKey(n);
     let p = this.preds.get(key);
     if (!p) this.preds.set(key, (p = new PredIndex()));
@@ -279,16 +347,47 @@ export class MemIndex {
       let m = p.args[i];
       if (!m) p.args[i] = m = new Map();
       const arg = n.atom[i]!;
-      bucketAdd(m, argKey(arg), n);
+      if (i === 1) this.firstAdd(m, argKey(arg), n);
+      else bucketAdd(m as Map<string, Bucket>, argKey(arg), n);
       if (typeof arg !== "string") this.indexMentions(arg, n, bucketAdd);
     }
+    if (this.holds(!n.neg, n.atom)) this.opposed.set(n.akey, n.atom);
+  }
+
+  /** Add n under its first argument's key: past `wideAt` nodes the entry becomes a Wide. */
+  private firstAdd(m: Map<string, Entry>, k: string, n: Node): void {
+    const e = m.get(k);
+    if (e === undefined) m.set(k, n);
+    else if (e instanceof Wide) {
+      e.nodes.push(n);
+      e.rest.add(n);
+    } else if (!Array.isArray(e)) m.set(k, this.wideAt < 2 ? new Wide([e, n]) : [e, n]);
+    else {
+      e.push(n);
+      if (e.length > this.wideAt) m.set(k, new Wide(e));
+    }
+  }
+
+  /** Remove n from its first argument's entry: a Wide down to half of `wideAt` nodes is a plain bucket again. */
+  private firstRemove(m: Map<string, Entry>, k: string, n: Node): void {
+    const e = m.get(k);
+    if (!(e instanceof Wide)) return bucketRemove(m as Map<string, Bucket>, k, n);
+    const i = e.nodes.indexOf(n);
+    if (i < 0) return;
+    e.nodes[i] = e.nodes[e.nodes.length - 1]!;
+    e.nodes.pop();
+    e.rest.remove(n);
+    const left = e.nodes.length;
+    if (left === 0) m.delete(k);
+    else if (left * 2 <= this.wideAt) m.set(k, left === 1 ? e.nodes[0]! : e.nodes);
   }
 
   remove(n: Node): void {
     this.byHandle.delete(n.h);
-    this.byAtom.remove(n);
-    if (this.opposed.size !== 0 && this.opposed.has(n.akey) && !this.bucketHasBoth(n.atom)) this.opposed.delete(n.akey);
-    if (n.rule) return;
+    if (n.rule) {
+      bucketRemove(this.rules, n.akey, n);
+      return;
+    }
     const p = this.preds.get(nodePredKey(n));
     if (!p) return;
     p.count--;
@@ -296,9 +395,13 @@ export class MemIndex {
     for (let i = 1; i < n.atom.length; i++) {
       const arg = n.atom[i]!;
       const m = p.args[i];
-      if (m) bucketRemove(m, argKey(arg), n);
+      if (m) {
+        if (i === 1) this.firstRemove(m, argKey(arg), n);
+        else bucketRemove(m as Map<string, Bucket>, argKey(arg), n);
+      }
       if (typeof arg !== "string") this.indexMentions(arg, n, bucketRemove);
     }
+    if (this.opposed.size !== 0 && this.opposed.has(n.akey) && !this.bucketHasBoth(n.atom)) this.opposed.delete(n.akey);
   }
 
   private indexMentions(t: List, n: Node, op: (m: Map<number, Bucket>, k: number, n: Node) => void): void {
@@ -315,45 +418,64 @@ export class MemIndex {
     return bucketList(this.mentions.get(h));
   }
 
-  /** Maps the identity index holds (levels and leaf maps): 0 when no node is stored. */
+  /** Maps the identity tables hold beyond the argument maps: 0 while no first argument is shared by more than `wideAt` nodes. */
   identityMaps(): number {
-    return this.byAtom.levels();
+    let n = 0;
+    for (const p of this.preds.values()) {
+      const first = p.args[1];
+      if (first) for (const e of first.values()) if (e instanceof Wide) n += e.rest.maps();
+    }
+    return n;
+  }
+
+  /** The stored nodes of one polarity with exactly this atom, in any context. */
+  private sameAtom(neg: boolean, atom: List): readonly Node[] {
+    const p = this.preds.get(predKey(neg, atom[0] as string));
+    if (p === undefined) return EMPTY;
+    if (atom.length === 1) return [...p.nullary]; // every nullary node of a predicate has the same atom
+    return sameAtomIn(p.args[1]?.get(argKey(atom[1]!)), atom);
   }
 
   /** Every node (any context, either polarity) with this atom. */
   withAtom(atom: List): readonly Node[] {
-    return bucketList(this.byAtom.get(atom));
+    if (atom[0] === "implies") return bucketList(this.rules.get(printTerm(atom)));
+    const pos = this.sameAtom(false, atom);
+    const neg = this.sameAtom(true, atom);
+    return neg.length === 0 ? pos : pos.length === 0 ? neg : [...pos, ...neg];
   }
 
   /** The node with exactly this identity, if stored. */
   find(ctx: string, neg: boolean, atom: List): Node | undefined {
-    const b = this.byAtom.get(atom);
-    if (b === undefined) return undefined;
-    if (!Array.isArray(b)) return b.ctx === ctx && b.neg === neg ? b : undefined;
-    for (const n of b) if (n.ctx === ctx && n.neg === neg) return n;
-    return undefined;
+    if (atom[0] === "implies") return neg ? undefined : inCtx(this.rules.get(printTerm(atom)), ctx);
+    const p = this.preds.get(predKey(neg, atom[0] as string));
+    if (p === undefined) return undefined;
+    if (atom.length === 1) {
+      for (const n of p.nullary) if (n.ctx === ctx) return n;
+      return undefined;
+    }
+    return inCtxIn(p.args[1]?.get(argKey(atom[1]!)), ctx, atom);
   }
 
-  /** Whether n's atom is held at both polarities (read without printing its text). */
+  /** Whether n's atom is held at both polarities. */
   hasOpposite(n: Node): boolean {
     return this.opposed.size !== 0 && this.bucketHasBoth(n.atom);
   }
 
-  private bucketHasOpposite(n: Node): boolean {
-    const b = this.byAtom.get(n.atom);
-    if (b === undefined || !Array.isArray(b)) return false; // alone in its bucket
-    for (const m of b) if (m.neg !== n.neg) return true;
-    return false;
+  private bucketHasBoth(atom: List): boolean {
+    return this.holds(true, atom) && this.holds(false, atom); // negations are the rarer: asked first
   }
 
-  private bucketHasBoth(atom: List): boolean {
-    let pos = false;
-    let neg = false;
-    for (const m of this.withAtom(atom)) {
-      if (m.neg) neg = true;
-      else pos = true;
-    }
-    return pos && neg;
+  /** Whether a node of this polarity holds exactly this atom (sameAtom without the list). */
+  private holds(neg: boolean, atom: List): boolean {
+    const p = this.preds.get(predKey(neg, atom[0] as string));
+    if (p === undefined) return false;
+    if (atom.length === 1) return p.nullary.size !== 0;
+    const e = p.args[1]?.get(argKey(atom[1]!));
+    if (e === undefined) return false;
+    if (e instanceof Wide) return e.rest.get(atom) !== undefined;
+    if (!Array.isArray(e)) return sameFrom(e.atom, atom, 2);
+    for (const n of e) if (sameFrom(n.atom, atom, 2)) return true;
+    return false;
   }
 
   /**
@@ -367,8 +489,8 @@ export class MemIndex {
     for (let i = 1; i < pattern.length; i++) {
       const arg = pattern[i]!;
       if (typeof arg === "string" ? isVariable(arg) : !isGroundList(arg)) continue;
-      const m = p.args[i];
-      const b = bucketList(m?.get(argKey(arg)));
+      const e = p.args[i]?.get(argKey(arg));
+      const b = bucketList(e === undefined ? undefined : entryNodes(e));
       if (!best || b.length < best.length) best = b;
       if (best.length <= 1) break;
     }
@@ -388,8 +510,9 @@ export class MemIndex {
     for (let i = 1; i < pat.length; i++) {
       const k = argKeyOf(pat[i]!, slots);
       if (k === undefined) continue;
-      const b = p.args[i]?.get(k);
-      if (b === undefined) return EMPTY;
+      const e = p.args[i]?.get(k);
+      if (e === undefined) return EMPTY;
+      const b = entryNodes(e);
       const len = Array.isArray(b) ? b.length : 1;
       if (len < bestLen) {
         best = b;

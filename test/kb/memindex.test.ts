@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MemIndex } from "../../src/kb/memindex.js";
+import { DEFAULT_WIDE_AT, MemIndex } from "../../src/kb/memindex.js";
 import { Node, depsAdd, depsRemove, depsList, type Deps, type Justification } from "../../src/kb/node.js";
 import { printTerm, type List, type Term } from "../../src/kb/term.js";
 
@@ -9,13 +9,16 @@ const atomArb: fc.Arbitrary<List> = fc.letrec<{ term: Term; atom: List }>((tie) 
   atom: fc.tuple(fc.constantFrom("p", "q"), fc.array(tie("term"), { maxLength: 3 })).map(([p, args]) => [p, ...args] as List),
 })).atom;
 
-describe("the identity index (atoms by structure)", () => {
+// Every identity property runs with a first argument's table made at 2 nodes (wideAt 1), at 3, and at the default.
+const WIDE_AT = [1, 2, DEFAULT_WIDE_AT];
+
+describe.each(WIDE_AT)("the identity index (atoms by structure), wideAt %i", (wideAt) => {
   it("finds exactly the nodes whose atom prints the same, and keeps no map once they are all removed", () => {
     // `lookFirst`: the add is looked up first (the add continues that lookup's walk), and made
     // only after the next add, so the walk it continues may have grown meanwhile.
     fc.assert(
       fc.property(fc.array(fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB"), fc.boolean()), { maxLength: 30 }), fc.array(fc.nat(), { maxLength: 30 }), (adds, removals) => {
-        const index = new MemIndex();
+        const index = new MemIndex({ wideAt });
         const ref = new Map<string, Node>();
         let h = 1;
         let deferred: Node | undefined;
@@ -36,7 +39,10 @@ describe("the identity index (atoms by structure)", () => {
             // A structurally equal copy, not the stored array: lookup is by structure.
             const copy = JSON.parse(JSON.stringify(atom)) as List;
             expect(index.find(ctx, neg, copy)).toBe(ref.get(`${ctx} ${neg} ${printTerm(atom)}`));
-            expect(index.withAtom(copy).map((n) => n.h).sort()).toEqual([...ref.values()].filter((n) => n.akey === printTerm(atom)).map((n) => n.h).sort());
+            const same = [...ref.values()].filter((n) => n.akey === printTerm(atom));
+            expect(index.withAtom(copy).map((n) => n.h).sort()).toEqual(same.map((n) => n.h).sort());
+            const probe = new Node(0, ctx, neg, copy, undefined, null, 1, null, 0, 0);
+            expect(index.hasOpposite(probe)).toBe(same.some((n) => n.neg) && same.some((n) => !n.neg));
           }
         };
         check();
@@ -56,29 +62,60 @@ describe("the identity index (atoms by structure)", () => {
   });
 });
 
-describe("the identity index keeps no level per unique atom", () => {
-  it("atoms that differ from their second element on cost one map entry each; a second atom through a key gets that key its level", () => {
+describe("the identity index reads through the first argument's map", () => {
+  it("unique first arguments cost no map beyond the argument maps; more than wideAt atoms through one first argument get a table of their own, dropped at half", () => {
     const index = new MemIndex();
     const nodes = Array.from({ length: 200 }, (_, i) => new Node(i + 1, "CxA", false, ["rel", `E${i}`, `V${i}`], undefined, null, 1, null, 0, 0));
     for (const n of nodes) index.add(n);
-    expect(index.identityMaps()).toBe(1); // the level under `rel`; each (E_i V_i) is an entry of its map
-    const twin = new Node(201, "CxA", false, ["rel", "E5", "W"], undefined, null, 1, null, 0, 0);
-    index.add(twin);
-    expect(index.identityMaps()).toBe(3); // E5 now has a level, with a leaf map of V5 and W
-    expect(index.find("CxA", false, ["rel", "E5", "V5"])).toBe(nodes[5]);
-    expect(index.find("CxA", false, ["rel", "E5", "W"])).toBe(twin);
-    expect(index.find("CxA", false, ["rel", "E6", "W"])).toBeUndefined();
-    expect(index.find("CxA", false, ["rel", "E6"])).toBeUndefined();
-    expect(index.find("CxA", false, ["rel", "E6", "V6", "X"])).toBeUndefined();
-    for (const n of [...nodes, twin]) index.remove(n);
     expect(index.identityMaps()).toBe(0);
+    const twins = Array.from({ length: DEFAULT_WIDE_AT }, (_, j) => new Node(201 + j, "CxA", false, ["rel", "E5", `W${j}`], undefined, null, 1, null, 0, 0));
+    for (const t of twins.slice(0, -1)) index.add(t);
+    expect(index.identityMaps()).toBe(0); // E5 holds wideAt nodes: a lookup scans them
+    index.add(twins.at(-1)!);
+    expect(index.identityMaps()).toBe(1); // one more: E5's table, a leaf map of V5 and the W's
+    const finds = () => {
+      expect(index.find("CxA", false, ["rel", "E5", "V5"])).toBe(nodes[5]);
+      for (const t of twins) expect(index.find("CxA", false, ["rel", "E5", t.atom[2]!])).toBe(t.gone ? undefined : t);
+      expect(index.find("CxB", false, ["rel", "E5", "V5"])).toBeUndefined();
+      expect(index.find("CxA", true, ["rel", "E5", "V5"])).toBeUndefined();
+      expect(index.find("CxA", false, ["rel", "E6", "W0"])).toBeUndefined();
+      expect(index.find("CxA", false, ["rel", "E5"])).toBeUndefined();
+      expect(index.find("CxA", false, ["rel", "E5", "V5", "X"])).toBeUndefined();
+    };
+    finds();
+    // Down to half of wideAt nodes through E5, the table goes and a lookup scans again.
+    for (const t of twins.slice(0, DEFAULT_WIDE_AT / 2 + 1)) {
+      expect(index.identityMaps()).toBe(1);
+      index.remove(t);
+      t.gone = true;
+      finds();
+    }
+    expect(index.identityMaps()).toBe(0);
+    for (const n of [...nodes, ...twins]) if (!n.gone) index.remove(n);
+    expect(index.identityMaps()).toBe(0);
+    expect(index.size).toBe(0);
   });
 
+  it("a rule is found by its text, never as a fact", () => {
+    const index = new MemIndex();
+    const atom: List = ["implies", ["p", "?x"], ["q", "?x"]];
+    const rule = new Node(1, "CxA", false, atom, printTerm(atom), { keys: [] } as never, 1, null, 0, 0);
+    index.add(rule);
+    expect(index.find("CxA", false, ["implies", ["p", "?x"], ["q", "?x"]])).toBe(rule);
+    expect(index.find("CxB", false, atom)).toBeUndefined();
+    expect(index.withAtom(atom)).toEqual([rule]);
+    expect([...index.all("implies")]).toEqual([]);
+    index.remove(rule);
+    expect(index.find("CxA", false, atom)).toBeUndefined();
+  });
+})
+
+describe.each(WIDE_AT)("the identity index under any order, wideAt %i", (wideAt) => {
   it("adds and removes in any order find exactly what a printed-text map finds, after every step", () => {
     const op = fc.oneof(fc.record({ add: fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB")) }), fc.record({ remove: fc.nat() }));
     fc.assert(
       fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-        const index = new MemIndex();
+        const index = new MemIndex({ wideAt });
         const ref = new Map<string, Node>();
         const asked: List[] = [];
         let h = 1;
