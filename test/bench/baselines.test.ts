@@ -1,7 +1,7 @@
 /**
  * The benchmark's baselines are only worth a ratio if they are right: the plain semi-naive
  * closure derives exactly the reach pairs a breadth-first search finds, and as many as the
- * engine derives; a delivery run that lost a delivery fails instead of reporting fewer samples;
+ * engine derives, and the index-only system holds exactly those pairs; a delivery run that lost a delivery fails instead of reporting fewer samples;
  * the closed loop that drives both a figure and its baseline (the cluster bench's daemons and
  * raw pg clients) runs exactly `clients` operations at a time and counts every one it ran;
  * the SSE reader that times deliveries sees every event however the stream is cut.
@@ -9,15 +9,16 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { Readable } from "node:stream";
-import { SemiNaiveClosure, EngineClosure, DurableFloor, type Edge } from "../../bench/closure.js";
+import { SemiNaiveClosure, EngineClosure, IndexOnlyClosure, DurableFloor, type Edge } from "../../bench/closure.js";
 import { delivered } from "../../bench/delivery.js";
 import { closedLoop } from "../../bench/lib.js";
 import { readSse, markersOf, markedSentence } from "../../bench/sse.js";
 
-function bfsPairs(edges: Edge[]): number {
+/** Every reach pair, as `Nx Nz`, by a breadth-first search from each node. */
+function bfsPairs(edges: Edge[]): Set<string> {
   const out = new Map<number, number[]>();
   for (const [a, b] of edges) out.set(a, [...(out.get(a) ?? []), b]);
-  let pairs = 0;
+  const pairs = new Set<string>();
   for (const x of new Set(edges.map(([a]) => a))) {
     const seen = new Set<number>();
     const todo = [...(out.get(x) ?? [])];
@@ -27,7 +28,7 @@ function bfsPairs(edges: Edge[]): number {
       seen.add(y);
       todo.push(...(out.get(y) ?? []));
     }
-    pairs += seen.size;
+    for (const z of seen) pairs.add(`N${x} N${z}`);
   }
   return pairs;
 }
@@ -35,7 +36,7 @@ function bfsPairs(edges: Edge[]): number {
 const edgeLists = fc.array(fc.tuple(fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: 9 })), { maxLength: 25 });
 
 describe("rules bench baselines", () => {
-  it("the plain semi-naive closure counts exactly the reach pairs of a breadth-first search, and the engine derives as many", async () => {
+  it("the plain semi-naive closure counts exactly the reach pairs of a breadth-first search, the engine derives as many, and the index-only system holds exactly those pairs", async () => {
     await fc.assert(
       fc.asyncProperty(edgeLists, async (edges) => {
         const plain = new SemiNaiveClosure();
@@ -44,8 +45,14 @@ describe("rules bench baselines", () => {
         const engine = new EngineClosure();
         await engine.load(edges);
         await engine.derive();
-        expect(plain.count()).toBe(bfsPairs(edges));
+        const index = new IndexOnlyClosure();
+        await index.load(edges);
+        await index.derive();
+        const pairs = bfsPairs(edges);
+        expect(plain.count()).toBe(pairs.size);
         expect(engine.count()).toBe(plain.count());
+        expect(index.count()).toBe(pairs.size);
+        expect(new Set([...index.index.all("reach")].map((n) => `${n.atom[1]} ${n.atom[2]}`))).toEqual(pairs);
       }),
       { numRuns: 60 },
     );
