@@ -146,7 +146,7 @@ class AtomTable {
 
   add(n: Node): void {
     const atom = n.atom;
-    if (atom.length < this.from) throw new Error(`invariant: an atom in an identity table from ${this.from} has that many elements`);
+    if (atom.length < this.from) throw new Error(`invariant: an atom in an identity table from position ${this.from} has at least ${this.from} elements`);
     if (atom.length === this.from) {
       const b = this.here;
       this.here = b === undefined ? n : Array.isArray(b) ? (b.push(n), b) : [b, n];

@@ -1,8 +1,8 @@
 /**
  * The benchmark's baselines are only worth a ratio if they are right: the plain semi-naive
  * closure derives exactly the reach pairs a breadth-first search finds, and as many as the
- * engine derives, and the index-only system holds exactly those pairs; a delivery run that lost a delivery fails instead of reporting fewer samples;
- * the closed loop that drives both a figure and its baseline (the cluster bench's daemons and
+ * engine derives, and the index-only system holds exactly those pairs; a delivery run that
+ * lost a delivery fails instead of reporting fewer samples; the closed loop that drives both a figure and its baseline (the cluster bench's daemons and
  * raw pg clients) runs exactly `clients` operations at a time and counts every one it ran;
  * the SSE reader that times deliveries sees every event however the stream is cut.
  */

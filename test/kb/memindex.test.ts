@@ -14,8 +14,8 @@ const WIDE_AT = [1, 2, DEFAULT_WIDE_AT];
 
 describe.each(WIDE_AT)("the identity index (atoms by structure), wideAt %i", (wideAt) => {
   it("finds exactly the nodes whose atom prints the same, and keeps no map once they are all removed", () => {
-    // `lookFirst`: the add is looked up first (the add continues that lookup's walk), and made
-    // only after the next add, so the walk it continues may have grown meanwhile.
+    // `lookFirst`: the add is looked up first, and made only after the next add, so the
+    // index it enters may have grown between its lookup and its add.
     fc.assert(
       fc.property(fc.array(fc.tuple(atomArb, fc.boolean(), fc.constantFrom("CxA", "CxB"), fc.boolean()), { maxLength: 30 }), fc.array(fc.nat(), { maxLength: 30 }), (adds, removals) => {
         const index = new MemIndex({ wideAt });
