@@ -49,8 +49,6 @@ const argKey = (t: Term): string => (typeof t === "string" ? t : printTerm(t));
  */
 class PredIndex {
   count = 0;
-  /** The same predicate's index at the other truth, once both exist (so an add asks it without building its key). */
-  opposite: PredIndex | undefined = undefined;
   /** Position i's map: argument key -> the nodes with that argument there (a Wide only at position 1). */
   readonly args: Map<string, Entry>[] = [];
   readonly nullary = new Set<Node>();
@@ -276,18 +274,6 @@ function inCtxIn(e: Entry | undefined, ctx: string, atom: List): Node | undefine
   return undefined;
 }
 
-/** Whether `p` (one predicate at one truth) holds a node with exactly this atom. */
-function holdsIn(p: PredIndex | undefined, atom: List): boolean {
-  if (p === undefined) return false;
-  if (atom.length === 1) return p.nullary.size !== 0;
-  const e = p.args[1]?.get(argKey(atom[1]!));
-  if (e === undefined) return false;
-  if (e instanceof Wide) return e.rest.get(atom) !== undefined;
-  if (!Array.isArray(e)) return sameFrom(e.atom, atom, 2);
-  for (const n of e) if (sameFrom(n.atom, atom, 2)) return true;
-  return false;
-}
-
 function inCtx(b: Bucket | undefined, ctx: string): Node | undefined {
   if (b === undefined) return undefined;
   if (!Array.isArray(b)) return b.ctx === ctx ? b : undefined;
@@ -354,11 +340,7 @@ export class MemIndex {
     }
     const key = nodePredKey(n);
     let p = this.preds.get(key);
-    if (!p) {
-      this.preds.set(key, (p = new PredIndex()));
-      const opposite = this.preds.get(predKey(!n.neg, n.atom[0] as string));
-      if (opposite) (p.opposite = opposite).opposite = p;
-    }
+    if (!p) this.preds.set(key, (p = new PredIndex()));
     p.count++;
     if (n.atom.length === 1) p.nullary.add(n);
     for (let i = 1; i < n.atom.length; i++) {
@@ -369,7 +351,7 @@ export class MemIndex {
       else bucketAdd(m as Map<string, Bucket>, argKey(arg), n);
       if (typeof arg !== "string") this.indexMentions(arg, n, bucketAdd);
     }
-    if (holdsIn(p.opposite, n.atom)) this.opposed.set(n.akey, n.atom);
+    if (this.holds(!n.neg, n.atom)) this.opposed.set(n.akey, n.atom);
   }
 
   /** Add n under its first argument's key: past `wideAt` nodes the entry becomes a Wide. */
@@ -480,8 +462,20 @@ export class MemIndex {
   }
 
   private bucketHasBoth(atom: List): boolean {
-    const pos = this.preds.get(atom[0] as string);
-    return pos !== undefined && holdsIn(pos.opposite, atom) && holdsIn(pos, atom); // negations are the rarer: asked first
+    return this.holds(true, atom) && this.holds(false, atom); // negations are the rarer: asked first
+  }
+
+  /** Whether a node of this polarity holds exactly this atom (sameAtom without the list). */
+  private holds(neg: boolean, atom: List): boolean {
+    const p = this.preds.get(predKey(neg, atom[0] as string));
+    if (p === undefined) return false;
+    if (atom.length === 1) return p.nullary.size !== 0;
+    const e = p.args[1]?.get(argKey(atom[1]!));
+    if (e === undefined) return false;
+    if (e instanceof Wide) return e.rest.get(atom) !== undefined;
+    if (!Array.isArray(e)) return sameFrom(e.atom, atom, 2);
+    for (const n of e) if (sameFrom(n.atom, atom, 2)) return true;
+    return false;
   }
 
   /**
