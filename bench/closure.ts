@@ -233,7 +233,7 @@ export class SemiNaiveClosure implements Closure {
  * this is its reasoning; this itself is the price of the index's representation.
  */
 export class IndexOnlyClosure implements Closure {
-  readonly index = new MemIndex();
+  index = new MemIndex();
   private names: string[] = [];
   private pairs: number[] = [];
   private handle = 1;
@@ -279,6 +279,7 @@ export class IndexOnlyClosure implements Closure {
   }
   async close() {
     this.pairs = [];
+    this.index = new MemIndex(); // what it held is freed before the next system is timed
   }
 }
 

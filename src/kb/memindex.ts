@@ -265,19 +265,20 @@ function sameAtomIn(e: Entry | undefined, atom: List): readonly Node[] {
   return e.filter((n) => sameFrom(n.atom, atom, 2));
 }
 
-/** The node of `e` in `ctx` whose atom has the same elements as `atom` from position 2 on. */
-function inCtxIn(e: Entry | undefined, ctx: string, atom: List): Node | undefined {
+/** The first node of `e` (in `ctx`, when given) whose atom has the same elements as `atom` from position 2 on. */
+function firstIn(e: Entry | undefined, atom: List, ctx: string | undefined): Node | undefined {
   if (e === undefined) return undefined;
   if (e instanceof Wide) return inCtx(e.rest.get(atom), ctx);
-  if (!Array.isArray(e)) return e.ctx === ctx && sameFrom(e.atom, atom, 2) ? e : undefined;
-  for (const n of e) if (n.ctx === ctx && sameFrom(n.atom, atom, 2)) return n;
+  if (!Array.isArray(e)) return (ctx === undefined || e.ctx === ctx) && sameFrom(e.atom, atom, 2) ? e : undefined;
+  for (const n of e) if ((ctx === undefined || n.ctx === ctx) && sameFrom(n.atom, atom, 2)) return n;
   return undefined;
 }
 
-function inCtx(b: Bucket | undefined, ctx: string): Node | undefined {
+/** The first node of `b` in `ctx` (any node of it, when no context is given). */
+function inCtx(b: Bucket | undefined, ctx: string | undefined): Node | undefined {
   if (b === undefined) return undefined;
-  if (!Array.isArray(b)) return b.ctx === ctx ? b : undefined;
-  for (const n of b) if (n.ctx === ctx) return n;
+  if (!Array.isArray(b)) return ctx === undefined || b.ctx === ctx ? b : undefined;
+  for (const n of b) if (ctx === undefined || n.ctx === ctx) return n;
   return undefined;
 }
 
@@ -351,7 +352,7 @@ export class MemIndex {
       else bucketAdd(m as Map<string, Bucket>, argKey(arg), n);
       if (typeof arg !== "string") this.indexMentions(arg, n, bucketAdd);
     }
-    if (this.holds(!n.neg, n.atom)) this.opposed.set(n.akey, n.atom);
+    if (this.first(!n.neg, n.atom) !== undefined) this.opposed.set(n.akey, n.atom);
   }
 
   /** Add n under its first argument's key: past `wideAt` nodes the entry becomes a Wide. */
@@ -447,13 +448,18 @@ export class MemIndex {
   /** The node with exactly this identity, if stored. */
   find(ctx: string, neg: boolean, atom: List): Node | undefined {
     if (atom[0] === "implies") return neg ? undefined : inCtx(this.rules.get(printTerm(atom)), ctx);
+    return this.first(neg, atom, ctx);
+  }
+
+  /** A stored node of one polarity with exactly this atom: in `ctx` when given, else in any context. */
+  private first(neg: boolean, atom: List, ctx?: string): Node | undefined {
     const p = this.preds.get(predKey(neg, atom[0] as string));
     if (p === undefined) return undefined;
     if (atom.length === 1) {
-      for (const n of p.nullary) if (n.ctx === ctx) return n;
+      for (const n of p.nullary) if (ctx === undefined || n.ctx === ctx) return n;
       return undefined;
     }
-    return inCtxIn(p.args[1]?.get(argKey(atom[1]!)), ctx, atom);
+    return firstIn(p.args[1]?.get(argKey(atom[1]!)), atom, ctx);
   }
 
   /** Whether n's atom is held at both polarities. */
@@ -462,20 +468,7 @@ export class MemIndex {
   }
 
   private bucketHasBoth(atom: List): boolean {
-    return this.holds(true, atom) && this.holds(false, atom); // negations are the rarer: asked first
-  }
-
-  /** Whether a node of this polarity holds exactly this atom (sameAtom without the list). */
-  private holds(neg: boolean, atom: List): boolean {
-    const p = this.preds.get(predKey(neg, atom[0] as string));
-    if (p === undefined) return false;
-    if (atom.length === 1) return p.nullary.size !== 0;
-    const e = p.args[1]?.get(argKey(atom[1]!));
-    if (e === undefined) return false;
-    if (e instanceof Wide) return e.rest.get(atom) !== undefined;
-    if (!Array.isArray(e)) return sameFrom(e.atom, atom, 2);
-    for (const n of e) if (sameFrom(n.atom, atom, 2)) return true;
-    return false;
+    return this.first(true, atom) !== undefined && this.first(false, atom) !== undefined; // negations are the rarer: asked first
   }
 
   /**
