@@ -99,6 +99,8 @@ describe("rejoining in place", () => {
       });
       expect(a.proc.pid).toBe(aPid);
       expect(a.proc.exitCode).toBeNull();
+      // The log line travels on stderr's pipe, not with the health answer: wait until it is read.
+      await eventually(async () => (/rejoined/.test(a.stderr()) ? true : undefined));
       expect(a.stderr()).toMatch(/rejoined/);
       // The open stream was ended and the watch token expired: the subscriber resumes with its cursor.
       await streamEnded;
