@@ -16,7 +16,7 @@ export interface Daemon {
   dataDir: string;
   proc: ChildProcess;
   stderr: () => string;
-  /** Resolves with the exit code (or signal name). */
+  /** Resolves with the exit code (or signal name), once the stderr pipe is read to its end. */
   exited: Promise<number | string>;
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
@@ -30,7 +30,16 @@ export async function spawnDaemon(opts: { args?: string[]; env?: Record<string, 
   const proc = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--data", dataDir, ...(opts.args ?? [])], { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | string>((resolve) => proc.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+  // After the exit, the stderr pipe may still hold the last lines: wait for its end (at most
+  // a second, in case something else holds the pipe) so `stderr()` has everything logged.
+  const stderrEnded = new Promise<void>((resolve) => proc.stderr!.once("end", resolve));
+  const exited = new Promise<number | string>((resolve) =>
+    proc.once("exit", (code, signal) => {
+      const status = code ?? signal ?? -1;
+      const late = setTimeout(() => resolve(status), 1_000);
+      void stderrEnded.then(() => (clearTimeout(late), resolve(status)));
+    }),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d: Buffer) => {
