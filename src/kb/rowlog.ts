@@ -13,6 +13,11 @@
  *
  *   '[0,7,"CxPets","(dog Rex)",1,null,1700000000000,7]'
  *
+ * When an event's row changes are exactly one insert per added record, in order, each with
+ * the record's own values (`asAdded`: a premise's assert, most small edits), the column holds
+ * AS_ADDED instead, and the open rebuilds the inserts from the event's body (`addedInserts`):
+ * the same values are not encoded and written twice.
+ *
  * `Pending` is the net effect, per handle, of every change since the last checkpoint: what
  * the open merges into the checkpoint's rows and what the next checkpoint writes to the
  * tables, without rereading the log. Its entries are never mutated (a change replaces the
@@ -20,6 +25,7 @@
  */
 import type { PremiseMark } from "./node.js";
 import type { StoredRow } from "./engine.js";
+import type { SentexRecord } from "./event.js";
 import type { RawRow } from "./store-of-record.js";
 
 export const INSERT = 0;
@@ -59,6 +65,29 @@ export function pushUpdate(out: Changes, handle: number, premise: number, creato
 
 export function pushDelete(out: Changes, handle: number, reason: string, seq: number): void {
   out.push(DELETE, handle, reason, seq);
+}
+
+/** The `changes` of an event row whose row changes are its added records' inserts (never JSON: that opens with `[`). */
+export const AS_ADDED = "+";
+
+/** The premise mark a record's row has when the record alone describes it. */
+const premiseOf = (r: SentexRecord): PremiseMark => (r.derived ? 0 : r.strength === "monotonic" ? 2 : 1);
+
+/** Whether `c[from..]` is exactly one insert per record of `added`, in order, each with the record's values. */
+export function asAdded(c: Changes, from: number, added: readonly SentexRecord[]): boolean {
+  if (c.length - from !== added.length * WIDTH[INSERT]) return false;
+  for (let k = 0, i = from; k < added.length; k++, i += WIDTH[INSERT]) {
+    const r = added[k]!;
+    if (c[i] !== INSERT || c[i + 1] !== r.handle || c[i + 2] !== r.context || c[i + 3] !== r.sentence || c[i + 4] !== premiseOf(r) || c[i + 5] !== r.creator || c[i + 6] !== r.createdAt || c[i + 7] !== r.seq) return false;
+  }
+  return true;
+}
+
+/** The row changes an AS_ADDED event stands for: its added records' inserts. */
+export function addedInserts(added: readonly SentexRecord[]): Changes {
+  const out: Changes = [];
+  for (const r of added) out.push(INSERT, r.handle, r.context, r.sentence, premiseOf(r), r.creator, r.createdAt, r.seq);
+  return out;
 }
 
 /** The tombstone a change list gives `handle`, if it removes it. */

@@ -34,7 +34,7 @@ import type { StoredRow } from "./engine.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
 import { WalSync, release, type FsyncFn, type Group } from "./walsync.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
-import { mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
+import { addedInserts, AS_ADDED, asAdded, mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
 import { decodeSegment, encodeSegment, mergeByHandle, segmentRows, SegmentRanges } from "./segment.js";
 import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
@@ -190,7 +190,7 @@ export class SqliteStore implements StoreOfRecord {
       begin: db.prepare("BEGIN"),
       commit: db.prepare("COMMIT"),
       insertEvent: prep(k.insertInto("event").values({ seq: 0, body: "", next_handle: 0, changes: "" }).compile()),
-      tail: prep(k.selectFrom("event").select(["seq", "changes"]).where("seq", ">", 0).orderBy("seq").compile()),
+      tail: prep(k.selectFrom("event").select(["seq", "changes", "body"]).where("seq", ">", 0).orderBy("seq").compile()),
       setCheckpoint: prep(k.updateTable("meta").set({ value: 0 }).where("key", "=", "checkpoint_seq").compile()),
       newestCounters: prep(k.selectFrom("event").select(["seq", "next_handle"]).where("next_handle", "is not", null).orderBy("seq", "desc").limit(1).compile()),
       readEvents: prep(k.selectFrom("event").select(["seq", "body"]).where("seq", ">", 0).orderBy("seq").limit(0).compile()),
@@ -244,9 +244,10 @@ export class SqliteStore implements StoreOfRecord {
   /** The changes of the events after the checkpoint (the tail), folded in seq order. */
   private readTail(): Pending {
     const p = new Pending();
-    for (const r of this.stmts.tail!.iterate(this.checkpointSeq) as Iterable<{ seq: number; changes: string | null }>) {
+    for (const r of this.stmts.tail!.iterate(this.checkpointSeq) as Iterable<{ seq: number; changes: string | null; body: string }>) {
       p.events++;
-      if (r.changes !== null) p.apply(JSON.parse(r.changes) as Changes);
+      if (r.changes === AS_ADDED) p.apply(addedInserts(decodeEvent(r.seq, r.body).added));
+      else if (r.changes !== null) p.apply(JSON.parse(r.changes) as Changes);
     }
     return p;
   }
@@ -602,7 +603,8 @@ export class SqliteStore implements StoreOfRecord {
     const next = m?.headSeq === seq ? m.nextHandle : null;
     if (!this.checkpointing && this.sinceEventRows > this.limits.eventRows) this.startCheckpoint();
     const c = this.groupChanges;
-    const changes = this.checkpointing || this.sinceEvent === c.length ? null : JSON.stringify(this.sinceEvent === 0 ? c : c.slice(this.sinceEvent));
+    const from = this.sinceEvent;
+    const changes = this.checkpointing || from === c.length ? null : asAdded(c, from, event.added) ? AS_ADDED : JSON.stringify(from === 0 ? c : c.slice(from));
     this.stmts.insertEvent!.run(seq, encodeEvent(event), next, changes);
     this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
     this.sinceEvent = c.length;

@@ -151,6 +151,37 @@ describe("the SQLite log of record", () => {
     }
   });
 
+  it("an event whose row changes are its added records' inserts logs them once (AS_ADDED); any other change is logged as JSON, and a reopen rebuilds both", async () => {
+    const path = join(tempDir(), "kb.db");
+    const opts = { path, durability: "normal" as const };
+    const kb = await openKb(opts);
+    let before: Awaited<ReturnType<typeof state>>;
+    try {
+      await kb.assert("(dog Rex)", "CxPets", { creator: "AgentAva" }); // a premise: its insert is its added record
+      await kb.assert("(dog Ann)", "CxPets", { strength: "monotonic" }); // premise mark 2
+      await kb.edit({ add: [{ sentence: "(cat Tom)", context: "CxPets" }, { sentence: "(cat Kit)", context: "CxPets" }] });
+      await kb.assert("(implies (dog ?x) (animal ?x))", "CxPets"); // derives two rows: three inserts, all added
+      const rex = kb.match("(dog Rex)", "CxPets")[0]!.handle;
+      await kb.retract(rex); // a delete (and its consequences' deletes): JSON
+      await kb.assert("(animal Ann)", "CxPets"); // an update of a derived row to a premise: JSON
+      before = await state(kb);
+      expect(sqlite(kb).checkpointSeq).toBeLessThan(kb.headSeq); // all of it is in the log's tail
+    } finally {
+      await kb.close();
+    }
+    const db = new Database(path, { readonly: true });
+    const logged = db.prepare("select changes from event where seq > (select value from meta where key = 'checkpoint_seq') and changes is not null order by seq").all() as { changes: string }[];
+    db.close();
+    expect(logged.map((r) => (r.changes === "+" ? "+" : JSON.parse(r.changes)[0]))).toEqual(["+", "+", "+", "+", 2, 1]);
+    const again = await openKb(opts);
+    try {
+      expect(await state(again)).toEqual(before);
+      expect(engineRows(again).sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual(before.rows);
+    } finally {
+      await again.close();
+    }
+  });
+
   it("an edit's rows are kept in segments of segmentRows rows, not a sentex row each; an update to one moves its segment to the table", async () => {
     const path = join(tempDir(), "kb.db");
     const count = (table: string) => countRows(path, table);
