@@ -113,6 +113,13 @@ const ARITY_MARKERS: readonly (readonly [string, number | null])[] = [
 
 const NONE_REMOVED: ReadonlySet<number> = new Set();
 
+/**
+ * The predicates whose stored sentexes the checks' declaration lookups read (DeclMemo), and
+ * genlCx, which moves the cones they read through: a write that touches a sentex of one of
+ * them drops what the checks have memoized.
+ */
+const DECLARING: ReadonlySet<string> = new Set([...ARITY_MARKERS.map(([m]) => m), "functional", "leasePredicate", "targetFollowingPredicate", "genlCx"]);
+
 /** What one check has looked up about one predicate's declarations (see DeclMemo). */
 class PredDecls {
   /** Declared arity where each context is (null: none). */
@@ -124,10 +131,11 @@ class PredDecls {
 }
 
 /**
- * The declarations one check has looked up, by predicate: the KB does not change while a
- * batch is checked, so each is looked up once per batch, not once per entry. Keyed by the
- * predicate and context strings themselves, never by a concatenation (a fresh string would
- * be hashed on every lookup).
+ * The declarations the checks have looked up, by predicate: they hold until a write touches
+ * a DECLARING sentex, so each is looked up once between such writes, not once per entry or
+ * per assert (the engine keeps one, and drops it in `endWrite`). Keyed by the predicate and
+ * context strings themselves, never by a concatenation (a fresh string would be hashed on
+ * every lookup).
  */
 export class DeclMemo {
   private readonly preds = new Map<string, PredDecls>();
@@ -149,6 +157,8 @@ export class Engine {
   private readonly ruleReads = new Map<string, number>();
   nextHandle = 1;
   headSeq = 0;
+  /** What the checks have looked up about declarations since a write last touched one (DeclMemo). */
+  private decls = new DeclMemo();
   readonly limits: EngineLimits;
   private readonly now: () => number;
 
@@ -190,7 +200,7 @@ export class Engine {
    * Parse and check one add against the KB as it stands (minus the handles `removing`).
    * Throws a KbError; returns the prepared entry.
    */
-  prepare(entry: AddEntry, removing: ReadonlySet<number> = NONE_REMOVED, batch: PreparedAdd[] = [], decls: DeclMemo = new DeclMemo()): PreparedAdd {
+  prepare(entry: AddEntry, removing: ReadonlySet<number> = NONE_REMOVED, batch: PreparedAdd[] = [], decls: DeclMemo = this.decls): PreparedAdd {
     if (entry === null || typeof entry !== "object") throw new KbError("shape", "an add entry must be {sentence, context, strength?}");
     if (typeof entry.sentence !== "string") throw new KbError("shape", "sentence must be text");
     let ctx = entry.context === decls.context ? decls.context : (decls.context = checkContextName(entry.context));
@@ -261,7 +271,7 @@ export class Engine {
       } else removing.add(h);
     });
     const prepared: PreparedAdd[] = [];
-    const decls = new DeclMemo();
+    const decls = this.decls;
     add.forEach((entry, index) => {
       try {
         prepared.push(this.prepare(entry, removing, prepared, decls));
@@ -563,7 +573,9 @@ export class Engine {
   private endWrite(addedHandles: number[], createdFlags: boolean[]): WriteOutcome {
     const beliefAdded: Node[] = [];
     const beliefRemoved: { node: Node; reason: RemovalReason }[] = [];
+    let declaring = false;
     for (const n of this.touched) {
+      declaring ||= DECLARING.has(n.atom[0] as string);
       const wasIn = n.before > 0;
       const isIn = !n.gone && n.label > 0;
       if (!wasIn && isIn) beliefAdded.push(n);
@@ -592,6 +604,7 @@ export class Engine {
     };
     this.touched = [];
     this.removalReason = new Map();
+    if (declaring) this.decls = new DeclMemo();
     return out;
   }
 
