@@ -3,9 +3,11 @@
  * holds the schema, the migrations and the typed SQL; hot statements are compiled once by
  * kysely and run as better-sqlite3 prepared statements, synchronously.
  *
- * Group commit (K8, K9): the first write of an event-loop turn opens a transaction; every
- * write of that turn appends to it; a `setImmediate` commits it, and only then are the
- * turn's writes answered and their events published. With durability `normal` a group is
+ * Group commit (K8, K9): the first write of an event-loop turn opens a group; every write
+ * of that turn appends to it; a `setImmediate` commits it, and only then are the turn's
+ * writes answered and their events published. The group's BEGIN runs at its second
+ * statement: a group whose only statement is one event row (a lone assert) inserts it at
+ * commit time in autocommit, one statement instead of three. With durability `normal` a group is
  * answered at its COMMIT (it survives a process kill, not a power loss). With `full` the
  * group is answered only after the WAL file is fsynced; that fsync runs on libuv's thread
  * pool, off the event loop (walsync.ts), so the writes arriving meanwhile are committed and
@@ -102,7 +104,16 @@ export class SqliteStore implements StoreOfRecord {
   readonly db: Database.Database;
   private readonly kysely: Kysely<Schema>;
   private readonly stmts: Record<string, Database.Statement>;
+  /** A group is open: its writes commit together on the next macrotask. */
   private inTx = false;
+  /** The open group's BEGIN has run (at its first statement: see `open`). */
+  private began = false;
+  /**
+   * The open group's first event row, held back while it is the group's only statement: a
+   * lone write's row is inserted at COMMIT time in autocommit, one statement where BEGIN,
+   * INSERT and COMMIT were three (a single assert's group, mostly).
+   */
+  private loneEvent: [seq: number, body: string, next: number | null, changes: string | null] | undefined;
   groupSerial = 0;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private afterCommit: (() => void)[] = [];
@@ -299,14 +310,31 @@ export class SqliteStore implements StoreOfRecord {
     return (this.stmts.rowCount!.get() as { n: number }).n + segmented + this.pending.countDelta();
   }
 
-  /** Open the turn's transaction if none is open; it commits on the next macrotask. */
+  /** Open the turn's group if none is open; it commits on the next macrotask. Its BEGIN waits for its first statement (`open`). */
   begin(): void {
     if (this.failed) throw this.failed;
     if (this.inTx) return;
-    this.stmts.begin!.run(); // the daemon is the only writer: a deferred BEGIN takes the lock at the first insert
     this.inTx = true;
     this.groupSerial++;
     setImmediate(() => this.commit());
+  }
+
+  /** Before a statement of the open group: its transaction is begun, with the held-back event row first. */
+  private open(): void {
+    if (!this.inTx || this.began) return;
+    this.stmts.begin!.run(); // the daemon is the only writer: a deferred BEGIN takes the lock at the first insert
+    this.began = true;
+    const e = this.loneEvent;
+    if (e) {
+      this.loneEvent = undefined;
+      this.stmts.insertEvent!.run(e[0], e[1], e[2], e[3]);
+    }
+  }
+
+  /** Every write statement runs here: inside the open group's transaction (outside a group, on its own). */
+  private write(st: Database.Statement, ...params: unknown[]): void {
+    this.open();
+    st.run(...params);
   }
 
   /** Resolves once everything written so far is committed (durably, per mode). */
@@ -338,8 +366,12 @@ export class SqliteStore implements StoreOfRecord {
     try {
       this.flushRows();
       this.flushMeta();
-      this.stmts.commit!.run();
-      this.commits++;
+      const lone = this.loneEvent;
+      if (this.began) this.stmts.commit!.run();
+      else if (lone) this.stmts.insertEvent!.run(lone[0], lone[1], lone[2], lone[3]); // the group's only statement, in autocommit
+      if (this.began || lone) this.commits++;
+      this.began = false;
+      this.loneEvent = undefined;
     } catch (e) {
       this.waiters = waiters;
       this.abort(e);
@@ -362,10 +394,14 @@ export class SqliteStore implements StoreOfRecord {
     if (first) this.failed = e;
     if (this.inTx) {
       this.inTx = false;
-      try {
-        this.db.exec("ROLLBACK");
-      } catch {
-        // SQLite already rolled back (an I/O error does); nothing is left open either way
+      this.loneEvent = undefined;
+      if (this.began) {
+        this.began = false;
+        try {
+          this.db.exec("ROLLBACK");
+        } catch {
+          // SQLite already rolled back (an I/O error does); nothing is left open either way
+        }
       }
       const waiters = this.waiters;
       this.waiters = [];
@@ -405,7 +441,7 @@ export class SqliteStore implements StoreOfRecord {
       const first = part[0]!.handle;
       const last = part[part.length - 1]!.handle;
       ranges.add(first, last);
-      this.stmts.insertSegment!.run(first, last, part.length, encodeSegment(part));
+      this.write(this.stmts.insertSegment!, first, last, part.length, encodeSegment(part));
     }
   }
 
@@ -418,7 +454,7 @@ export class SqliteStore implements StoreOfRecord {
   /** A segment's rows, without those the open group removed from it; the segment row goes. */
   private takeSegment(first: number): StoredRow[] {
     const { body } = this.stmts.segmentBody!.get(first) as { body: string };
-    this.stmts.deleteSegment!.run(first);
+    this.write(this.stmts.deleteSegment!, first);
     (this.groupSegments ??= this.segments.copy()).remove(first);
     const rows = decodeSegment(body).map(storedRow);
     const removed = this.segmentDeletes.get(first);
@@ -457,14 +493,14 @@ export class SqliteStore implements StoreOfRecord {
   private writeDelete(handle: number, reason: string, seq: number, inTable = true): void {
     if (inTable) {
       const first = this.segmentHolding(handle);
-      if (first === undefined) this.stmts.deleteSentex!.run(handle);
+      if (first === undefined) this.write(this.stmts.deleteSentex!, handle);
       else {
         let removed = this.segmentDeletes.get(first);
         if (removed === undefined) this.segmentDeletes.set(first, (removed = new Set()));
         removed.add(handle);
       }
     }
-    this.stmts.insertTombstone!.run(handle, reason, seq);
+    this.write(this.stmts.insertTombstone!, handle, reason, seq);
   }
 
   /** Rows straight into the sentex table. */
@@ -483,18 +519,18 @@ export class SqliteStore implements StoreOfRecord {
         buf[o + 5] = r.createdAt;
         buf[o + 6] = r.seq;
       }
-      this.stmts.insertSentexBatch!.run(buf);
+      this.write(this.stmts.insertSentexBatch!, buf);
     }
     for (; i < rows.length; i++) {
       const r = rows[i]!;
-      this.stmts.insertSentex!.run(r.handle, r.context, r.sentence, r.premise, r.creator, r.createdAt, r.seq);
+      this.write(this.stmts.insertSentex!, r.handle, r.context, r.sentence, r.premise, r.creator, r.createdAt, r.seq);
     }
   }
 
   updateSentex(handle: number, premise: number, creator: string | null, createdAt: number): void {
     if (this.checkpointing) {
       this.unsegment(handle);
-      this.stmts.updateSentex!.run(premise, creator, createdAt, handle);
+      this.write(this.stmts.updateSentex!, premise, creator, createdAt, handle);
     }
     else {
       pushUpdate(this.groupChanges, handle, premise, creator, createdAt);
@@ -523,7 +559,7 @@ export class SqliteStore implements StoreOfRecord {
       if (e.ins) inserts.push(storedRow(e.ins));
       else if (e.upd && !e.del) {
         this.unsegment(h);
-        this.stmts.updateSentex!.run(e.upd[0], e.upd[1], e.upd[2], h);
+        this.write(this.stmts.updateSentex!, e.upd[0], e.upd[1], e.upd[2], h);
       }
     }
     this.writeRows(inserts.sort((a, b) => a.handle - b.handle));
@@ -542,9 +578,9 @@ export class SqliteStore implements StoreOfRecord {
     const due = this.sinceEvent < this.groupChanges.length || p.events + this.groupEvents >= this.limits.events || p.rows + this.groupRows >= this.limits.rows;
     if (!this.checkpointing && due && (this.groupChanges.length || this.groupEvents)) this.startCheckpoint();
     this.flushSegmentDeletes();
-    if (this.checkpointing) this.stmts.setCheckpoint!.run(this.headSeq, "checkpoint_seq");
+    if (this.checkpointing) this.write(this.stmts.setCheckpoint!, this.headSeq, "checkpoint_seq");
     if (this.pruneUpto !== undefined) {
-      this.stmts.pruneEvents!.run(Math.min(this.pruneUpto, this.checkpointing ? this.headSeq : this.checkpointSeq));
+      this.write(this.stmts.pruneEvents!, Math.min(this.pruneUpto, this.checkpointing ? this.headSeq : this.checkpointSeq));
       this.pruned = true;
     }
   }
@@ -586,7 +622,7 @@ export class SqliteStore implements StoreOfRecord {
     const m = this.pendingMeta;
     const e = this.eventMeta;
     if (m && (this.pruned || e?.headSeq !== m.headSeq || e.nextHandle !== m.nextHandle)) {
-      this.stmts.setMeta!.run(m.nextHandle, m.headSeq, "next_handle", "head_seq");
+      this.write(this.stmts.setMeta!, m.nextHandle, m.headSeq, "next_handle", "head_seq");
     }
     this.pendingMeta = this.eventMeta = undefined;
     this.pruned = false;
@@ -605,7 +641,12 @@ export class SqliteStore implements StoreOfRecord {
     const c = this.groupChanges;
     const from = this.sinceEvent;
     const changes = this.checkpointing || from === c.length ? null : asAdded(c, from, event.added) ? AS_ADDED : JSON.stringify(from === 0 ? c : c.slice(from));
-    this.stmts.insertEvent!.run(seq, encodeEvent(event), next, changes);
+    const body = encodeEvent(event);
+    if (this.inTx && !this.began && this.loneEvent === undefined) this.loneEvent = [seq, body, next, changes];
+    else {
+      this.open();
+      this.stmts.insertEvent!.run(seq, body, next, changes);
+    }
     this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
     this.sinceEvent = c.length;
     this.sinceEventRows = 0;
@@ -632,11 +673,11 @@ export class SqliteStore implements StoreOfRecord {
   }
 
   insertIdempotency(r: IdempotencyRow): void {
-    this.stmts.putIdempotency!.run(r.caller, r.key, r.requestSha256, r.status, r.answer, r.seq, r.createdAt);
+    this.write(this.stmts.putIdempotency!, r.caller, r.key, r.requestSha256, r.status, r.answer, r.seq, r.createdAt);
   }
 
   pruneIdempotency(beforeMs: number): void {
-    this.stmts.pruneIdempotency!.run(beforeMs);
+    this.write(this.stmts.pruneIdempotency!, beforeMs);
   }
 
   async idempotencyKeys(sinceMs: number): Promise<IdempotencyRow[]> {
@@ -660,7 +701,7 @@ export class SqliteStore implements StoreOfRecord {
   async putPrincipal(id: string, tokenSha256: string): Promise<string | undefined> {
     const old = (this.stmts.principalOf!.get(id) as { token_sha256: string } | undefined)?.token_sha256;
     this.begin();
-    this.stmts.putPrincipal!.run(id, tokenSha256);
+    this.write(this.stmts.putPrincipal!, id, tokenSha256);
     await this.durable();
     return old;
   }

@@ -302,6 +302,37 @@ describe("the SQLite log of record", () => {
     }
   });
 
+  it("a lone write's group is one statement in autocommit; a group of several is one transaction, so a failing later event row leaves none of it", async () => {
+    const path = join(tempDir(), "kb.db");
+    const opts: KbOptions = { path, durability: "normal" };
+    const kb = await openKb(opts);
+    // Count the store's BEGINs (its statements are private: replace the one it runs).
+    const stmts = (sqlite(kb) as unknown as { stmts: Record<string, { run(): unknown }> }).stmts;
+    const realBegin = stmts.begin!;
+    let begins = 0;
+    stmts.begin = { run: () => (begins++, realBegin.run()) };
+    await kb.assert("(dog Rex)", "CxPets");
+    expect(begins, "no BEGIN for a group whose only statement is its event row").toBe(0);
+    const before = await state(kb);
+    const other = new Database(path);
+    other.exec(`create trigger refuse before insert on event when new.body like '%(dog Ann)%' begin select raise(abort, 'injected event failure'); end`);
+    other.close();
+    // One turn, two writes: the first event row (held back while alone) goes inside the group's transaction.
+    const both = await Promise.allSettled([kb.assert("(dog Bo)", "CxPets"), kb.assert("(dog Ann)", "CxPets")]);
+    expect(begins, "the second event row began the transaction").toBe(1);
+    expect(both.map((r) => (r.status === "rejected" ? (r.reason as { type: string }).type : "fulfilled"))).toEqual(["unavailable", "unavailable"]);
+    await kb.close();
+    const fix = new Database(path);
+    fix.exec("drop trigger refuse");
+    fix.close();
+    const again = await openKb(opts);
+    try {
+      expect(await state(again)).toEqual(before);
+    } finally {
+      await again.close();
+    }
+  });
+
   it("the prune never passes the checkpoint: the tail's events stay, and the reopen has every row", async () => {
     const path = join(tempDir(), "kb.db");
     // Retention 0 asks the prune (every 1 024 writes) for every event; no checkpoint comes before it.
