@@ -341,20 +341,19 @@ export class Kb {
   }
 
   /** A write's wait for its commit; inside `atomically`, deferred to the call's one wait. */
-  private async writeDurable(): Promise<void> {
+  private writeDurable(): Promise<void> | undefined {
     const scope = this.scopes.getStore();
     if (!scope) return this.durable();
     scope.group ??= this.store.groupSerial;
+    return undefined;
   }
 
   /** Resolves once every write so far is durable; a store failure stops the KB (K12). */
-  private async durable(): Promise<void> {
-    try {
-      await this.store.durable();
-    } catch (e) {
+  private durable(): Promise<void> {
+    return this.store.durable().catch((e: unknown) => {
       this.fail(e);
       throw this.unavailable();
-    }
+    });
   }
 
   /**

@@ -600,7 +600,7 @@ export class SqliteStore implements StoreOfRecord {
 
   private resetGroup(): void {
     this.groupSegments = undefined;
-    this.segmentDeletes.clear();
+    if (this.segmentDeletes.size) this.segmentDeletes.clear(); // clearing allocates a new table even when empty
     this.groupChanges.length = 0;
     this.sinceEvent = this.sinceEventRows = this.groupEvents = this.groupRows = 0;
     this.checkpointing = false;

@@ -58,6 +58,18 @@ describe("the compact event encoding", () => {
     );
   });
 
+  it("an event of one added sentex and nothing removed (a single assert's, written out directly) decodes to itself, as the same text a run of one gives", () => {
+    fc.assert(
+      fc.property(record, fc.nat(), (r, seq) => {
+        const e: FeedEvent = { seq, added: [r], removed: [] };
+        const body = encodeEvent(e);
+        expect(decodeEvent(seq, body)).toStrictEqual(e);
+        const flags = (r.truth === "false" ? 1 : 0) | (r.strength === "monotonic" ? 2 : 0) | (r.derived ? 4 : 0) | (r.believed ? 8 : 0);
+        expect(body).toBe(JSON.stringify([[[r.handle, r.sentence, r.context, flags, r.creator, r.createdAt, r.seq]], []]));
+      }),
+    );
+  });
+
   it("logs consecutive handles that share their fields as one run", () => {
     const e: FeedEvent = { seq: 9, added: [], removed: [] };
     const add = (handle: number, sentence: string, creator: string | null = null) =>
