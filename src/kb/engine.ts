@@ -512,6 +512,7 @@ export class Engine {
       : new Node(this.nextHandle++, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), this.writeSeq);
     this.index.add(n);
     if (rule) this.indexRule(n);
+    n.declaring = DECLARING.has(atom[0] as string);
     n.writeNo = this.writeNo;
     n.before = -1;
     this.touched.push(n);
@@ -575,7 +576,7 @@ export class Engine {
     const beliefRemoved: { node: Node; reason: RemovalReason }[] = [];
     let declaring = false;
     for (const n of this.touched) {
-      declaring ||= DECLARING.has(n.atom[0] as string);
+      declaring ||= n.declaring;
       const wasIn = n.before > 0;
       const isIn = !n.gone && n.label > 0;
       if (!wasIn && isIn) beliefAdded.push(n);
@@ -889,6 +890,7 @@ export class Engine {
    * are reported in `deleted`.
    */
   rebuild(rows: Iterable<RawRow>, nextHandle: number, headSeq: number): WriteOutcome {
+    this.decls = new DeclMemo();
     this.reuse = new Map();
     this.nextHandle = nextHandle;
     this.headSeq = headSeq;
@@ -919,6 +921,7 @@ export class Engine {
       const n = new Node(handle, this.index.intern(ctx), neg, atom, akey, rule, premise, this.index.intern(creator), createdAt, seq);
       this.index.add(n);
       if (rule) this.indexRule(n);
+      n.declaring = DECLARING.has(atom[0] as string);
       if (atom[0] === "genlCx" && !neg) {
         n.label = IN_MONO;
         this.topology.addEdge(atom[1] as string, atom[2] as string, n.h);

@@ -40,6 +40,8 @@ export class Node {
   before = -1;
   /** Number of the last settling region this node joined (see Region). */
   region = 0;
+  /** A declaration the write checks read, or a genlCx link: a write touching it drops their memo (engine.ts DECLARING). */
+  declaring = false;
   /** Canonical text of `atom`, once printed. */
   private printed: string | undefined;
 
