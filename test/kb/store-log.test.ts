@@ -27,6 +27,16 @@ function countRows(path: string, table: string): number {
   }
 }
 
+/** Run SQL on the file through a connection of its own (a trigger that injects a failure, and its removal). */
+function execOnFile(path: string, text: string): void {
+  const db = new Database(path);
+  try {
+    db.exec(text);
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * The rows the engine holds in memory, as the store should hold them: an oracle that shares
  * no code with the store. Derived rows too carry their creator and time (a premise retracted
@@ -273,9 +283,7 @@ describe("the SQLite log of record", () => {
     const before = await state(kb);
     expect(sqlite(kb).checkpointSeq).toBeLessThan(kb.headSeq); // these live in the log's tail
     // The next group reaches the threshold and checkpoints; its first tombstone insert fails.
-    const other = new Database(path);
-    other.exec("create trigger refuse before insert on tombstone begin select raise(abort, 'injected checkpoint failure'); end");
-    other.close();
+    execOnFile(path, "create trigger refuse before insert on tombstone begin select raise(abort, 'injected checkpoint failure'); end");
     const failures: string[] = [];
     kb.onFailure((f) => failures.push(f.reason));
     const ann = committed[1]!.handle;
@@ -286,9 +294,7 @@ describe("the SQLite log of record", () => {
     expect({ rows: [...store.rows()], rowCount: store.rowCount(), tombstone: store.tombstone(ann) }).toEqual({ rows: before.rows, rowCount: before.rowCount, tombstone: undefined });
     expect((await refusal(() => kb.assert("(dog Fido)", "CxPets"))).type).toBe("unavailable");
     await kb.close();
-    const fix = new Database(path);
-    fix.exec("drop trigger refuse");
-    fix.close();
+    execOnFile(path, "drop trigger refuse");
     const again = await openKb(opts);
     try {
       expect(await state(again)).toEqual(before);
@@ -314,17 +320,13 @@ describe("the SQLite log of record", () => {
     await kb.assert("(dog Rex)", "CxPets");
     expect(begins, "no BEGIN for a group whose only statement is its event row").toBe(0);
     const before = await state(kb);
-    const other = new Database(path);
-    other.exec(`create trigger refuse before insert on event when new.body like '%(dog Ann)%' begin select raise(abort, 'injected event failure'); end`);
-    other.close();
+    execOnFile(path, "create trigger refuse before insert on event when new.body like '%(dog Ann)%' begin select raise(abort, 'injected event failure'); end");
     // One turn, two writes: the first event row (held back while alone) goes inside the group's transaction.
     const both = await Promise.allSettled([kb.assert("(dog Bo)", "CxPets"), kb.assert("(dog Ann)", "CxPets")]);
     expect(begins, "the second event row began the transaction").toBe(1);
     expect(both.map((r) => (r.status === "rejected" ? (r.reason as { type: string }).type : "fulfilled"))).toEqual(["unavailable", "unavailable"]);
     await kb.close();
-    const fix = new Database(path);
-    fix.exec("drop trigger refuse");
-    fix.close();
+    execOnFile(path, "drop trigger refuse");
     const again = await openKb(opts);
     try {
       expect(await state(again)).toEqual(before);
