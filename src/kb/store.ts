@@ -5,9 +5,9 @@
  *
  * Group commit (K8, K9): the first write of an event-loop turn opens a group; every write
  * of that turn appends to it; a `setImmediate` commits it, and only then are the turn's
- * writes answered and their events published. The group's BEGIN runs at its second
- * statement: a group whose only statement is one event row (a lone assert) inserts it at
- * commit time in autocommit, one statement instead of three. With durability `normal` a group is
+ * writes answered and their events published. The group's BEGIN waits for a statement
+ * that needs it: a group whose only statement is one event row (a lone assert) inserts it
+ * at commit time in autocommit, one statement instead of three. With durability `normal` a group is
  * answered at its COMMIT (it survives a process kill, not a power loss). With `full` the
  * group is answered only after the WAL file is fsynced; that fsync runs on libuv's thread
  * pool, off the event loop (walsync.ts), so the writes arriving meanwhile are committed and
@@ -106,7 +106,7 @@ export class SqliteStore implements StoreOfRecord {
   private readonly stmts: Record<string, Database.Statement>;
   /** A group is open: its writes commit together on the next macrotask. */
   private inTx = false;
-  /** The open group's BEGIN has run (at its first statement: see `open`). */
+  /** The open group's BEGIN has run: at its first statement other than a lone event row (`open`). */
   private began = false;
   /**
    * The open group's first event row, held back while it is the group's only statement: a
@@ -310,7 +310,7 @@ export class SqliteStore implements StoreOfRecord {
     return (this.stmts.rowCount!.get() as { n: number }).n + segmented + this.pending.countDelta();
   }
 
-  /** Open the turn's group if none is open; it commits on the next macrotask. Its BEGIN waits for its first statement (`open`). */
+  /** Open the turn's group if none is open; it commits on the next macrotask. Its BEGIN waits for a statement that needs it (`open`). */
   begin(): void {
     if (this.failed) throw this.failed;
     if (this.inTx) return;
@@ -632,6 +632,8 @@ export class SqliteStore implements StoreOfRecord {
    * The event in its compact encoding (event.ts). The write's input is not kept: one SQLite
    * file has one daemon, and nobody replays it. The row carries `next_handle` when the
    * counters set last are this event's (the KB sets them just before it inserts the event).
+   * Its row changes ride in its `changes` (`+` when they are its added records' inserts,
+   * rowlog.ts); a group's first event row waits for COMMIT while it is the only statement.
    */
   insertEvent(event: FeedEvent, _write: () => string): void {
     const seq = event.seq;
