@@ -41,7 +41,7 @@ const RUNS = 3;
  */
 const WARMUP_RUNS = 2;
 
-export interface Rates {
+interface Rates {
   raw: number;
   ours: number;
   /** Each side's first (cold) run, reported beside, not compared. */
@@ -53,7 +53,7 @@ export interface Rates {
  * Best (highest) of `runs` rates of `raw` and of `ours` after `warmup` untimed runs of each,
  * the two sides run alternately, each run on a fresh directory.
  */
-export async function bestRates(raw: (dir: string) => Promise<number>, ours: (dir: string) => Promise<number>, runs = RUNS, warmup = WARMUP_RUNS): Promise<Rates> {
+async function bestRates(raw: (dir: string) => Promise<number>, ours: (dir: string) => Promise<number>, runs = RUNS, warmup = WARMUP_RUNS): Promise<Rates> {
   const best = { raw: 0, ours: 0 };
   const first = { raw: NaN, ours: NaN };
   for (let i = 0; i < warmup + runs; i++) {

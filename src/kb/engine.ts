@@ -271,10 +271,9 @@ export class Engine {
       } else removing.add(h);
     });
     const prepared: PreparedAdd[] = [];
-    const decls = this.decls;
     add.forEach((entry, index) => {
       try {
-        prepared.push(this.prepare(entry, removing, prepared, decls));
+        prepared.push(this.prepare(entry, removing, prepared));
       } catch (e) {
         if (!(e instanceof KbError)) throw e;
         problems.push({ type: e.type, error: e.message, in: "add", index });
@@ -510,14 +509,19 @@ export class Engine {
     const n = reused
       ? new Node(reused.h, this.index.intern(ctx), neg, atom, akey, rule, 0, this.index.intern(reused.creator), reused.createdAt, reused.seq)
       : new Node(this.nextHandle++, this.index.intern(ctx), neg, atom, akey, rule, mark, mark === 0 ? null : this.index.intern(creator), mark === 0 ? 0 : this.writeTime(), this.writeSeq);
-    this.index.add(n);
-    if (rule) this.indexRule(n);
-    n.declaring = DECLARING.has(atom[0] as string);
+    this.enter(n);
     n.writeNo = this.writeNo;
     n.before = -1;
     this.touched.push(n);
     if (!reused) this.created.push(n);
     return n;
+  }
+
+  /** A new node into the indexes (and the rules' index), flagged when it declares (DECLARING). */
+  private enter(n: Node): void {
+    this.index.add(n);
+    if (n.rule) this.indexRule(n);
+    n.declaring = DECLARING.has(n.atom[0] as string);
   }
 
   private indexRule(n: Node): void {
@@ -919,9 +923,7 @@ export class Engine {
         continue;
       }
       const n = new Node(handle, this.index.intern(ctx), neg, atom, akey, rule, premise, this.index.intern(creator), createdAt, seq);
-      this.index.add(n);
-      if (rule) this.indexRule(n);
-      n.declaring = DECLARING.has(atom[0] as string);
+      this.enter(n);
       if (atom[0] === "genlCx" && !neg) {
         n.label = IN_MONO;
         this.topology.addEdge(atom[1] as string, atom[2] as string, n.h);

@@ -82,7 +82,6 @@ const flagsOf = (r: SentexRecord): number =>
 
 /** The event's log body (its seq is the row's key, so it is not repeated). */
 export function encodeEvent(e: FeedEvent): string {
-  if (e.added.length === 1 && e.removed.length === 0 && !e.bounded) return encodeOneAdded(e.added[0]!);
   const runs = new RunWriter();
   for (let i = 0; i < e.added.length; i++) {
     const r = e.added[i]!;
@@ -95,16 +94,6 @@ export function encodeEvent(e: FeedEvent): string {
     removed[i] = [r.handle, r.sentence, r.context, r.reason];
   }
   return JSON.stringify(e.bounded ? [added, removed, e.bounded] : [added, removed]);
-}
-
-/**
- * The body of an event that adds one sentex and removes none (a single assert's), written
- * out directly: the same text as `encodeEvent`'s general path, without its run writer and
- * nested arrays (a third of its time).
- */
-function encodeOneAdded(r: SentexRecord): string {
-  const creator = r.creator === null ? "null" : JSON.stringify(r.creator);
-  return `[[[${r.handle},${JSON.stringify(r.sentence)},${JSON.stringify(r.context)},${flagsOf(r)},${creator},${r.createdAt},${r.seq}]],[]]`;
 }
 
 function addedRecord(handle: number, sentence: string, context: string, flags: number, creator: string | null, createdAt: number, seq: number): SentexRecord {

@@ -327,7 +327,7 @@ export class SqliteStore implements StoreOfRecord {
     const e = this.loneEvent;
     if (e) {
       this.loneEvent = undefined;
-      this.stmts.insertEvent!.run(e[0], e[1], e[2], e[3]);
+      this.stmts.insertEvent!.run(...e);
     }
   }
 
@@ -368,7 +368,7 @@ export class SqliteStore implements StoreOfRecord {
       this.flushMeta();
       const lone = this.loneEvent;
       if (this.began) this.stmts.commit!.run();
-      else if (lone) this.stmts.insertEvent!.run(lone[0], lone[1], lone[2], lone[3]); // the group's only statement, in autocommit
+      else if (lone) this.stmts.insertEvent!.run(...lone); // the group's only statement, in autocommit
       if (this.began || lone) this.commits++;
       this.began = false;
       this.loneEvent = undefined;
@@ -645,10 +645,7 @@ export class SqliteStore implements StoreOfRecord {
     const changes = this.checkpointing || from === c.length ? null : asAdded(c, from, event.added) ? AS_ADDED : JSON.stringify(from === 0 ? c : c.slice(from));
     const body = encodeEvent(event);
     if (this.inTx && !this.began && this.loneEvent === undefined) this.loneEvent = [seq, body, next, changes];
-    else {
-      this.open();
-      this.stmts.insertEvent!.run(seq, body, next, changes);
-    }
+    else this.write(this.stmts.insertEvent!, seq, body, next, changes);
     this.eventMeta = next === null ? undefined : { headSeq: seq, nextHandle: next };
     this.sinceEvent = c.length;
     this.sinceEventRows = 0;

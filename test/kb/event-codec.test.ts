@@ -58,7 +58,7 @@ describe("the compact event encoding", () => {
     );
   });
 
-  it("an event of one added sentex and nothing removed (a single assert's, written out directly) decodes to itself, as the same text a run of one gives", () => {
+  it("an event of one added sentex and nothing removed (a single assert's) decodes to itself, and is logged as a run of one: one positional row", () => {
     fc.assert(
       fc.property(record, fc.nat(), (r, seq) => {
         const e: FeedEvent = { seq, added: [r], removed: [] };
