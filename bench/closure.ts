@@ -9,6 +9,10 @@
  *   index      no reasoning at all: the closure's facts, known in advance, each made a node
  *              and entered in the engine's in-memory index (the least our engine's
  *              materialization can take while it keeps that index)
+ *   rows       the closure as interned integer rows, with the bookkeeping a truth-maintaining
+ *              engine keeps per derived fact (handle, depth, label, one justification, the
+ *              write's added list, identity and argument index) and no node object: what
+ *              that other representation of derived facts costs
  *
  * and `DurableFloor`, the least a durable write waits on this machine (what the `kb`
  * system's one-edge insert and retract cannot go under).
@@ -283,11 +287,248 @@ export class IndexOnlyClosure implements Closure {
   }
 }
 
-export type SystemName = "engine" | "kb" | "seminaive" | "index";
+/**
+ * One relation of interned integer rows, as a truth-maintaining engine could hold derived
+ * facts without a node object each: the argument ids in one column per position, and per
+ * row its handle, derivation depth, belief label and one justification (the rule's number
+ * and the antecedents' handles). Identity is an open-addressing hash over the rows;
+ * argument indexes are chains through the rows (a head per id, a next per row), so adding
+ * a row allocates nothing but when a column doubles.
+ */
+class Rows {
+  n = 0;
+  private cap = 1_024;
+  cols: Int32Array[];
+  handle = new Int32Array(this.cap);
+  depth = new Int32Array(this.cap);
+  label = new Uint8Array(this.cap);
+  rule = new Int32Array(this.cap);
+  /** Row r's antecedent handles at [r * ants, (r + 1) * ants). */
+  antHandles: Int32Array;
+  private slots = new Int32Array(2_048).fill(-1);
+  /** Per position: the last row with each id there (-1: none), and each row's previous one. */
+  readonly heads: (Int32Array | undefined)[] = [];
+  readonly next: (Int32Array | undefined)[] = [];
+
+  constructor(
+    readonly arity: number,
+    readonly ants: number,
+  ) {
+    this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
+    this.antHandles = new Int32Array(this.cap * ants);
+  }
+
+  private hash(t: Int32Array): number {
+    let x = 0x9e3779b9 | 0;
+    for (let i = 0; i < this.arity; i++) x = Math.imul(x ^ t[i]!, 0x85ebca6b) ^ (x >>> 13);
+    return x >>> 0;
+  }
+
+  /** The row holding tuple t, or -1 - (the free slot where it would go). */
+  find(t: Int32Array): number {
+    const mask = this.slots.length - 1;
+    for (let i = this.hash(t) & mask; ; i = (i + 1) & mask) {
+      const r = this.slots[i]!;
+      if (r < 0) return -1 - i;
+      let same = true;
+      for (let p = 0; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
+      if (same) return r;
+    }
+  }
+
+  /** Index position p by chains over ids below `ids`, covering the rows already held. */
+  indexOn(p: number, ids: number): void {
+    if (this.heads[p]) return;
+    const head = (this.heads[p] = new Int32Array(ids).fill(-1));
+    const next = (this.next[p] = new Int32Array(this.cap));
+    for (let r = 0; r < this.n; r++) {
+      next[r] = head[this.cols[p]![r]!]!;
+      head[this.cols[p]![r]!] = r;
+    }
+  }
+
+  /** Add tuple t at the free slot `find` returned; its antecedents' handles are `ants`. */
+  add(t: Int32Array, free: number, handle: number, depth: number, rule: number, ants: readonly number[]): number {
+    if (this.n === this.cap) this.grow();
+    const r = this.n++;
+    for (let p = 0; p < this.arity; p++) this.cols[p]![r] = t[p]!;
+    this.slots[-1 - free] = r;
+    this.handle[r] = handle;
+    this.depth[r] = depth;
+    this.label[r] = 2;
+    this.rule[r] = rule;
+    for (let i = 0; i < this.ants; i++) this.antHandles[r * this.ants + i] = ants[i] ?? 0;
+    for (let p = 0; p < this.arity; p++) {
+      const head = this.heads[p];
+      if (head) {
+        this.next[p]![r] = head[t[p]!]!;
+        head[t[p]!] = r;
+      }
+    }
+    if (this.n * 2 > this.slots.length) this.rehash();
+    return r;
+  }
+
+  private grow(): void {
+    const cap = this.cap * 2;
+    const wider = <A extends Int32Array | Uint8Array>(a: A, per = 1): A => {
+      const b = new (a.constructor as new (n: number) => A)(cap * per);
+      b.set(a);
+      return b;
+    };
+    this.cols = this.cols.map((c) => wider(c));
+    this.handle = wider(this.handle);
+    this.depth = wider(this.depth);
+    this.label = wider(this.label);
+    this.rule = wider(this.rule);
+    this.antHandles = wider(this.antHandles, this.ants);
+    for (let p = 0; p < this.arity; p++) if (this.next[p]) this.next[p] = wider(this.next[p]!);
+    this.cap = cap;
+  }
+
+  private rehash(): void {
+    this.slots = new Int32Array(this.slots.length * 2).fill(-1);
+    const t = new Int32Array(this.arity);
+    for (let r = 0; r < this.n; r++) {
+      for (let p = 0; p < this.arity; p++) t[p] = this.cols[p]![r]!;
+      this.slots[-1 - this.find(t)] = r;
+    }
+  }
+}
+
+/**
+ * The closure held as a truth-maintaining engine could hold it without a node per derived
+ * fact: interned integer rows (`Rows`) with the bookkeeping such an engine keeps for each
+ * derived fact (a handle and its entry in a handle table, depth, label, one justification,
+ * the write's list of added handles, a hash identity and an argument index), the two rules'
+ * joins written out as the plain closure's are. `load` interns the names and stores the
+ * edges as rows (untimed, as the engine's edges are stored untimed); `derive` indexes and
+ * joins. Not an engine: what that representation costs per derived fact, against the plain
+ * closure, where the index-only system is what the engine's present one costs.
+ */
+export class BulkRowsClosure implements Closure {
+  private ids = new Map<string, number>();
+  private names: string[] = [];
+  edge = new Rows(2, 0);
+  reach = new Rows(2, 2);
+  /** handle -> row; the relation is told apart by the handle's range here (edges first). */
+  private rowOf: Int32Array = new Int32Array(0);
+  private handles = 1;
+  /** The handles the last `derive` added, in order (what a write's feed event lists). */
+  added: number[] = [];
+
+  private id(s: string): number {
+    let i = this.ids.get(s);
+    if (i === undefined) {
+      this.ids.set(s, (i = this.ids.size));
+      this.names.push(s);
+    }
+    return i;
+  }
+
+  async load(edges: Edge[]) {
+    const t = new Int32Array(2);
+    this.rowOf = new Int32Array(edges.length + 1);
+    for (const [a, b] of edges) {
+      t[0] = this.id(`N${a}`);
+      t[1] = this.id(`N${b}`);
+      const at = this.edge.find(t);
+      if (at < 0) this.rowOf[this.handles] = this.edge.add(t, at, this.handles++, 0, 0, []);
+    }
+  }
+
+  async derive() {
+    const { edge, reach } = this;
+    const ids = this.ids.size;
+    edge.indexOn(1, ids); // rule 2 joins a new reach(y, z) with edge(?x, y)
+    reach.indexOn(0, ids); // and a new edge(x, y) with reach(y, ?z) (no edge arrives in this run)
+    const t = new Int32Array(2);
+    const added: number[] = [];
+    const queue: number[] = [];
+    let rowOf = new Int32Array(Math.max(1_024, this.rowOf.length * 2));
+    rowOf.set(this.rowOf);
+    const conclude = (free: number, depth: number, rule: number, ants: number[]) => {
+      const h = this.handles++;
+      const r = reach.add(t, free, h, depth, rule, ants);
+      if (h >= rowOf.length) {
+        const wider = new Int32Array(rowOf.length * 2);
+        wider.set(rowOf);
+        rowOf = wider;
+      }
+      rowOf[h] = r;
+      added.push(h);
+      queue.push(r);
+    };
+    // Rule 1: reach(x, y) from edge(x, y).
+    for (let e = 0; e < edge.n; e++) {
+      t[0] = edge.cols[0]![e]!;
+      t[1] = edge.cols[1]![e]!;
+      const at = reach.find(t);
+      if (at < 0) conclude(at, 1, 1, [edge.handle[e]!, 0]);
+    }
+    // Rule 2: reach(x, z) from edge(x, y) and reach(y, z), each new reach row joined once.
+    const edgeX = edge.cols[0]!;
+    const chainHead = edge.heads[1]!;
+    const chainNext = edge.next[1]!;
+    while (queue.length) {
+      const rr = queue.pop()!;
+      const y = reach.cols[0]![rr]!;
+      const z = reach.cols[1]![rr]!;
+      const depth = reach.depth[rr]! + 1;
+      for (let e = chainHead[y]!; e >= 0; e = chainNext[e]!) {
+        t[0] = edgeX[e]!;
+        t[1] = z;
+        const at = reach.find(t);
+        if (at < 0) conclude(at, depth, 2, [edge.handle[e]!, reach.handle[rr]!]);
+      }
+    }
+    this.rowOf = rowOf;
+    this.added = added;
+  }
+
+  count() {
+    return this.reach.n;
+  }
+
+  /** Every reach row as "x z" names, with its justification's antecedents read back through the handle table. */
+  facts(): { pair: string; rule: number; ants: string[] }[] {
+    const { edge, reach, names } = this;
+    const pairOf = (rows: Rows, r: number) => `${names[rows.cols[0]![r]!]} ${names[rows.cols[1]![r]!]}`;
+    const byHandle = (h: number) => (h <= edge.n ? `edge ${pairOf(edge, this.rowOf[h]!)}` : `reach ${pairOf(reach, this.rowOf[h]!)}`);
+    const out = [];
+    for (let r = 0; r < reach.n; r++) {
+      const rule = reach.rule[r]!;
+      const ants = [byHandle(reach.antHandles[2 * r]!)];
+      if (rule === 2) ants.push(byHandle(reach.antHandles[2 * r + 1]!));
+      out.push({ pair: pairOf(reach, r), rule, ants });
+    }
+    return out;
+  }
+
+  /** The names z of reach(x, z), read through reach's index on its first argument (what a new edge would join). */
+  reachFrom(x: string): string[] {
+    const id = this.ids.get(x);
+    const out: string[] = [];
+    if (id === undefined) return out;
+    const { reach } = this;
+    for (let r = reach.heads[0]![id]!; r >= 0; r = reach.next[0]![r]!) out.push(this.names[reach.cols[1]![r]!]!);
+    return out;
+  }
+
+  async close() {
+    this.edge = new Rows(2, 0);
+    this.reach = new Rows(2, 2);
+    this.rowOf = new Int32Array(0);
+    this.added = [];
+  }
+}
+
+export type SystemName = "engine" | "kb" | "seminaive" | "index" | "rows";
 
 export const openClosure = {
   engine: async (): Promise<Incremental> => new EngineClosure(),
   kb: (): Promise<Incremental> => new KbClosure().open(),
   seminaive: async (): Promise<Closure> => new SemiNaiveClosure(),
   index: async (): Promise<Closure> => new IndexOnlyClosure(),
+  rows: async (): Promise<Closure> => new BulkRowsClosure(),
 };
