@@ -400,7 +400,7 @@ class Rows {
  * The closure held as a truth-maintaining engine could hold it without a node per derived
  * fact: interned integer rows (`Rows`) with the bookkeeping such an engine keeps for each
  * derived fact (a handle and its entry in a handle table, depth, label, one justification,
- * the write's list of added handles, a hash identity and an argument index), the two rules'
+ * the write's list of added handles, a hash identity and an index on every argument position), the two rules'
  * joins written out as the plain closure's are. `load` interns the names and stores the
  * edges as rows (untimed, as the engine's edges are stored untimed); `derive` indexes and
  * joins. Not an engine: what that representation costs per derived fact, against the plain
@@ -440,8 +440,9 @@ export class BulkRowsClosure implements Closure {
   async derive() {
     const { edge, reach } = this;
     const ids = this.ids.size;
-    edge.indexOn(1, ids); // rule 2 joins a new reach(y, z) with edge(?x, y)
-    reach.indexOn(0, ids); // and a new edge(x, y) with reach(y, ?z) (no edge arrives in this run)
+    // Every argument position indexed, as the engine's index does (a query may bind either):
+    // rule 2 joins a new reach(y, z) with edge(?x, y), and a new edge(x, y) with reach(y, ?z).
+    for (const rows of [edge, reach]) for (let p = 0; p < rows.arity; p++) rows.indexOn(p, ids);
     const t = new Int32Array(2);
     const added: number[] = [];
     const queue: number[] = [];
