@@ -438,9 +438,7 @@ describe("except masks in firings", () => {
     await kb.retract(mask.handle);
     expect(kb.match("(owesChores ?p)", "?ctx").map((r) => r.context).sort()).toEqual(["CxAva", "CxBen"]);
   });
-});
 
-describe("masks asserted at default strength", () => {
   it("a mask asserted at default strength is stored monotonic and hides a monotonic fact from its conclusions, live and after reopen", async () => {
     const path = join(tempDir(), "kb.db");
     const kb = await openKb({ path, contextsDir: CONTEXTS_DIR });
