@@ -175,8 +175,6 @@ export class Engine {
   private updated = new Set<Node>();
   private deletedNodes: { node: Node; reason: RemovalReason }[] = [];
   private derivations = 0;
-  /** New conclusions this write may make: `maxDerivations`, and on rebuild the stored ones besides. */
-  private derivationLimit = 0;
   private bounded: Bounded | undefined;
   private writeSeq = 0;
   /** The clock as this write first read it: every createdAt one write sets is the same time. */
@@ -569,7 +567,6 @@ export class Engine {
     this.updated = new Set();
     this.deletedNodes = [];
     this.derivations = 0;
-    this.derivationLimit = this.limits.maxDerivations;
     this.bounded = undefined;
     this.writeSeq = seq;
     this.writeAt = undefined;
@@ -833,7 +830,9 @@ export class Engine {
       if (masked && (this.hiddenFrom(r, ctx) || ants.some((a) => this.hiddenFrom(a, ctx)))) continue;
       let c = this.index.find(ctx, cons.neg, atom);
       if (!c) {
-        if (++this.derivations > this.derivationLimit) {
+        // A rebuild re-derives every stored conclusion at once; each was admitted by a write
+        // under the limit, so the stored ones come on top of it (`reuse` holds them then).
+        if (++this.derivations > this.limits.maxDerivations + (this.reuse?.size ?? 0)) {
           this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
           return;
         }
@@ -936,9 +935,6 @@ export class Engine {
       }
       premises.push(n);
     }
-    // The stored conclusions were each admitted by a write under the limit: re-deriving them
-    // all at once is no runaway (one write's worth more, and chaining stops as in a write).
-    this.derivationLimit = this.reuse.size + this.limits.maxDerivations;
     // Inert premises are IN right away; everything else settles together.
     for (const n of premises) if (this.isInert(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
     this.topologyChanged = true;
