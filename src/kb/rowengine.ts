@@ -1,48 +1,73 @@
 /**
- * SPIKE (branch spike/row-engine, not on main): forward chaining and truth maintenance in
- * integer space, for the fragment the rules bench exercises: one context, monotonic,
- * positive literals, atoms of symbols. What it answers: how fast an engine can materialize
- * and maintain a closure when derived facts are rows of interned ids (no node object, no
- * string-keyed map per fact), against the plain closure.
+ * SPIKE (branch spike/row-engine, not on main): the engine's belief semantics over integer
+ * rows, for one context: facts of either polarity and strength, rules with negative
+ * antecedents and conclusions, defeat of a default by a monotonic opposite. What it answers:
+ * how fast an engine can materialize and maintain a closure when derived facts are rows of
+ * interned ids (no node object, no string-keyed map per fact), against the plain closure.
  *
- * - Names are interned to ids; each predicate/arity is a relation of rows (`Rel`): a column
- *   per argument, an open-addressing hash for identity, an index per argument position as
- *   chains through the rows. A row is never removed: a fact that leaves is marked dead and
- *   comes back in place (its handle kept).
- * - Derivation is tuple-at-a-time semi-naive: a fact that becomes alive is queued, and when
- *   popped joins each rule literal it matches against the facts alive then.
- * - Retraction is delete-and-rederive (DRed): the retracted premise's consequences are
- *   over-deleted through the same joins over the old state, each is then rederived when one
- *   rule instance over the facts still alive concludes it, and what is rederived propagates.
- *   No justification is stored: `why` would join a rule body with its head bound.
+ * The semantics (docs/rules.md, one context):
+ *  - MONO = monotonic premises, plus conclusions of firings whose antecedents are all MONO;
+ *  - a default is defeated when its opposite (same atom, other polarity) is MONO;
+ *  - IN = MONO, plus undefeated default premises, plus undefeated conclusions of firings
+ *    whose antecedents are all IN;
+ *  - stored = premises, plus conclusions of firings whose antecedents are all IN.
+ *
+ * Representation: names interned to ids; a relation (`Rel`) per polarity, predicate and
+ * arity: a column per argument, an open-addressing hash for identity, an index per argument
+ * position as chains through the rows with a count per id (a join takes the shortest bound
+ * chain; a fully bound literal is one probe). A fact's state is columns of its relation:
+ * stored, premise mark, label, the region it last joined, the strength firings gave it in
+ * this relabelling. A row is never removed: a fact that leaves is marked not stored, and comes
+ * back in place with its handle. No justification is stored: support is found by joining a
+ * rule body with its head bound.
+ *
+ * A write settles as the engine on main does: the region the write can influence
+ * (dependents, found by joins instead of back-links, and opposites) forgets its labels and
+ * is relabelled in two passes (monotonic, then default) with the rest held fixed; a
+ * conclusion that would change outside it widens it; what is left OUT without a firing
+ * over IN leaves the store.
  */
+
+const OUT = 0;
+const DEF = 1;
+const MONO = 2;
+type Label = 0 | 1 | 2;
+
+/** A fact reference: row * REL_SPAN + relation number. */
+const REL_SPAN = 1_024;
 
 class Rel {
   n = 0;
   private cap = 64;
   cols: Int32Array[];
   handle = new Int32Array(this.cap);
-  /** 1 alive, 0 dead (a fact that left; its row stays for its identity and handle). */
-  alive = new Uint8Array(this.cap);
+  stored = new Uint8Array(this.cap);
   premise = new Uint8Array(this.cap);
-  /** Marked during one over-deletion. */
-  doomed = new Uint8Array(this.cap);
+  label = new Uint8Array(this.cap);
+  /** The number of the region the row last joined. */
+  region = new Int32Array(this.cap);
+  /** The strongest firing seen for the row in the current relabelling (pass 1 sees only IN antecedents). */
+  pending = new Uint8Array(this.cap);
+  /** Whether the row was created in the current settle (its support is all in `pending`). */
+  fresh = new Uint8Array(this.cap);
   private slots = new Int32Array(128).fill(-1);
   heads: Int32Array[] = [];
   next: Int32Array[] = [];
-  /** Per position: how many rows hold each id there (a chain's length, dead rows included). */
   counts: Int32Array[] = [];
+  /** The relation of the other polarity (set by the engine). */
+  opp: Rel | undefined;
 
   constructor(
     readonly no: number,
     readonly pred: string,
+    readonly neg: boolean,
     readonly arity: number,
   ) {
     this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
     for (let p = 0; p < arity; p++) {
       this.heads.push(new Int32Array(64).fill(-1));
-      this.counts.push(new Int32Array(64));
       this.next.push(new Int32Array(this.cap));
+      this.counts.push(new Int32Array(64));
     }
   }
 
@@ -66,6 +91,13 @@ class Rel {
       for (let p = 0; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
       if (same) return r;
     }
+  }
+
+  /** The row of the opposite fact with the same arguments as row r of `from`, or -1. */
+  findLike(from: Rel, r: number, t: Int32Array): number {
+    for (let p = 0; p < this.arity; p++) t[p] = from.cols[p]![r]!;
+    const at = this.find(t);
+    return at >= 0 ? at : -1;
   }
 
   add(t: Int32Array, free: number, handle: number): number {
@@ -104,9 +136,12 @@ class Rel {
     this.cols = this.cols.map(wider);
     this.next = this.next.map(wider);
     this.handle = wider(this.handle);
-    this.alive = wider(this.alive);
+    this.stored = wider(this.stored);
     this.premise = wider(this.premise);
-    this.doomed = wider(this.doomed);
+    this.label = wider(this.label);
+    this.region = wider(this.region);
+    this.pending = wider(this.pending);
+    this.fresh = wider(this.fresh);
     this.cap = cap;
   }
 
@@ -131,10 +166,25 @@ interface Rule {
   lits: Lit[];
   head: Lit;
   slots: number;
-  live: boolean;
 }
 
-export type Atom = readonly string[];
+export interface RowLiteral {
+  neg: boolean;
+  /** Predicate then arguments; a variable is `?name`. */
+  atom: readonly string[];
+}
+
+export type RowStrength = "default" | "monotonic";
+
+/** What a firing does with its conclusion in the current phase. */
+const enum Mode {
+  /** Relabelling: conclude (create, establish, or widen). */
+  Conclude,
+  /** Region closure: add the stored conclusion to the region. */
+  Depend,
+  /** Support test: stop at the first firing (antecedents filtered by `minLabel` and `outside`). */
+  Test,
+}
 
 export class RowEngine {
   private readonly ids = new Map<string, number>();
@@ -143,29 +193,34 @@ export class RowEngine {
   private readonly relList: Rel[] = [];
   private readonly rules = new Map<number, Rule>();
   /** Per relation number: the (rule, literal index) pairs that read it. */
-  private readonly readers: { rule: Rule; i: number }[][] = [];
+  private readers: { rule: Rule; i: number }[][] = [];
   /** Per relation number: the rules concluding into it. */
-  private readonly writers: Rule[][] = [];
-  /** handle -> relation number (-1: a rule) and row. */
-  private hRel = new Int32Array(1_024);
-  private hRow = new Int32Array(1_024);
+  private writers: Rule[][] = [];
+  /** handle -> fact reference, or -1 for a rule. */
+  private byHandle: number[] = [0];
   private nextHandle = 1;
 
-  // join state: one binding array and trail, shared (a join allocates nothing)
+  // join state, shared: a join allocates nothing
   private slots = new Int32Array(16).fill(-1);
   private trail: number[] = [];
   private readonly t = new Int32Array(16);
-  /** The tuple a fully bound literal is looked up by (apart from `t`, which a firing fills). */
   private readonly probe = new Int32Array(16);
-  /** Alive facts still to fire, as relation number and row pairs. */
-  private queue: number[] = [];
-  /** What a firing does with its conclusion: revive (derive), doom (over-delete), or test (rederive). */
-  private mode: "derive" | "doom" | "test" = "derive";
+  private readonly opProbe = new Int32Array(16);
+  /** Antecedent references of the firing being joined, by literal. */
+  private ants: number[] = [];
+
+  private mode = Mode.Conclude;
+  /** Relabelling pass: MONO establishes monotonic conclusions, DEF undefeated defaults. */
+  private pass: Label = MONO;
   private found = false;
-  private doomedList: number[] = [];
-  /** Facts that became alive / left during the last write (handles). */
-  added: number[] = [];
-  removed: number[] = [];
+  /** Support test: antecedents must have at least this label. */
+  private minLabel: Label = DEF;
+  private regionNo = 0;
+  private regionList: number[] = [];
+  private queue: number[] = [];
+  private widen: number[] = [];
+  /** Rules new in this write: they fire once over everything in the monotonic pass. */
+  private newRules: Rule[] = [];
 
   private id(s: string): number {
     let i = this.ids.get(s);
@@ -176,67 +231,64 @@ export class RowEngine {
     return i;
   }
 
-  private rel(pred: string, arity: number): Rel {
-    const key = `${pred}/${arity}`;
+  private rel(neg: boolean, pred: string, arity: number): Rel {
+    const key = `${neg ? "~" : ""}${pred}/${arity}`;
     let r = this.rels.get(key);
     if (!r) {
-      r = new Rel(this.relList.length, pred, arity);
+      if (this.relList.length >= REL_SPAN) throw new Error(`spike: at most ${REL_SPAN} relations`);
+      r = new Rel(this.relList.length, pred, neg, arity);
       this.rels.set(key, r);
       this.relList.push(r);
       this.readers.push([]);
       this.writers.push([]);
+      const opp = this.rels.get(`${neg ? "" : "~"}${pred}/${arity}`);
+      if (opp) {
+        r.opp = opp;
+        opp.opp = r;
+      }
     }
     return r;
   }
 
-  private newHandle(rel: number, row: number): number {
-    const h = this.nextHandle++;
-    if (h >= this.hRel.length) {
-      const a = new Int32Array(this.hRel.length * 2);
-      a.set(this.hRel);
-      this.hRel = a;
-      const b = new Int32Array(this.hRow.length * 2);
-      b.set(this.hRow);
-      this.hRow = b;
-    }
-    this.hRel[h] = rel;
-    this.hRow[h] = row;
-    return h;
+  private relOf(ref: number): Rel {
+    return this.relList[ref % REL_SPAN]!;
   }
 
-  /** The row of `atom`'s fact (created dead when new). */
+  /** The row of the fact (created not stored when new). */
   private rowOf(rel: Rel, t: Int32Array): number {
     const at = rel.find(t);
     if (at >= 0) return at;
-    const r = rel.add(t, at, 0);
-    rel.handle[r] = this.newHandle(rel.no, r);
+    const r = rel.add(t, at, this.nextHandle);
+    this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
     return r;
   }
 
-  /** Assert a premise fact; its handle. */
-  assertFact(atom: Atom): number {
-    this.added = [];
-    this.removed = [];
-    const rel = this.rel(atom[0]!, atom.length - 1);
+  // ------------------------------------------------------------------ writes
+
+  /** Assert a fact; its handle. A re-assert may upgrade a default premise to monotonic. */
+  assert(lit: RowLiteral, strength: RowStrength = "default"): number {
+    const rel = this.rel(lit.neg, lit.atom[0]!, lit.atom.length - 1);
     const t = this.t;
-    for (let i = 1; i < atom.length; i++) t[i - 1] = this.id(atom[i]!);
+    for (let i = 1; i < lit.atom.length; i++) t[i - 1] = this.id(lit.atom[i]!);
     const r = this.rowOf(rel, t);
-    rel.premise[r] = 1;
-    if (!rel.alive[r]) {
-      this.revive(rel, r);
-      this.drain();
+    const mark = strength === "monotonic" ? MONO : DEF;
+    if (!rel.stored[r] || rel.premise[r] < mark) {
+      rel.premise[r] = Math.max(rel.premise[r]!, mark);
+      if (!rel.stored[r]) {
+        rel.stored[r] = 1;
+        rel.label[r] = OUT;
+      }
+      this.settle([r * REL_SPAN + rel.no]);
     }
     return rel.handle[r]!;
   }
 
-  /** Assert a rule: antecedent atoms and a head atom, variables as `?x`; its handle. */
-  assertRule(ants: readonly Atom[], head: Atom): number {
-    this.added = [];
-    this.removed = [];
+  /** Assert a rule; its handle. */
+  assertRule(ants: readonly RowLiteral[], head: RowLiteral): number {
     const vars = new Map<string, number>();
-    const compile = (a: Atom): Lit => ({
-      rel: this.rel(a[0]!, a.length - 1),
-      pat: Int32Array.from(a.slice(1), (x) => {
+    const compile = (l: RowLiteral): Lit => ({
+      rel: this.rel(l.neg, l.atom[0]!, l.atom.length - 1),
+      pat: Int32Array.from(l.atom.slice(1), (x) => {
         if (!x.startsWith("?")) return this.id(x);
         let s = vars.get(x);
         if (s === undefined) vars.set(x, (s = vars.size));
@@ -244,123 +296,207 @@ export class RowEngine {
       }),
     });
     const lits = ants.map(compile);
-    const h = this.newHandle(-1, 0);
-    const rule: Rule = { handle: h, lits, head: compile(head), slots: vars.size, live: true };
+    const h = this.nextHandle++;
+    this.byHandle[h] = -1;
+    const rule: Rule = { handle: h, lits, head: compile(head), slots: vars.size };
     if (rule.slots > this.slots.length) this.slots = new Int32Array(rule.slots).fill(-1);
     this.rules.set(h, rule);
     lits.forEach((l, i) => this.readers[l.rel.no]!.push({ rule, i }));
     this.writers[rule.head.rel.no]!.push(rule);
-    // Every firing of the new rule over the facts alive now, then what those derive.
-    this.mode = "derive";
-    this.fireAll(rule);
-    this.drain();
+    // Its stored conclusions may move: they seed the region; the rule fires fully in pass 1.
+    this.newRules = [rule];
+    this.settle(this.conclusionsOf(rule));
     return h;
   }
 
-  /** Retract a premise fact or a rule by handle. */
+  /** Retract a premise or a rule by handle (a fact that is also derived stays, as a conclusion). */
   retract(h: number): void {
-    this.added = [];
-    this.removed = [];
-    const relNo = this.hRel[h];
-    if (h < 1 || h >= this.nextHandle) return;
-    this.doomedList = [];
-    this.mode = "doom";
-    if (relNo < 0) {
+    const ref = this.byHandle[h];
+    if (ref === undefined) return;
+    if (ref < 0) {
       const rule = this.rules.get(h);
       if (!rule) return;
-      this.fireAll(rule); // its conclusions are doomed
-      rule.live = false;
+      const seeds = this.conclusionsOf(rule);
       this.rules.delete(h);
-      const rd = this.readers;
-      for (const l of rule.lits) rd[l.rel.no] = rd[l.rel.no]!.filter((x) => x.rule !== rule);
+      for (const l of rule.lits) this.readers[l.rel.no] = this.readers[l.rel.no]!.filter((x) => x.rule !== rule);
       this.writers[rule.head.rel.no] = this.writers[rule.head.rel.no]!.filter((x) => x !== rule);
-    } else {
-      const rel = this.relList[relNo]!;
-      const r = this.hRow[h]!;
-      if (!rel.premise[r]) return;
-      rel.premise[r] = 0;
-      this.doom(rel, r);
+      this.settle(seeds);
+      return;
     }
-    // Over-delete: what the doomed facts derive, through every rule, over the old state.
-    for (let i = 0; i < this.doomedList.length; i += 2) {
-      const rel = this.relList[this.doomedList[i]!]!;
-      this.fireFrom(rel, this.doomedList[i + 1]!);
+    const rel = this.relOf(ref);
+    const r = (ref - rel.no) / REL_SPAN;
+    if (!rel.stored[r] || !rel.premise[r]) return;
+    rel.premise[r] = 0;
+    this.settle([ref]);
+  }
+
+  /** The stored conclusions of every firing of `rule` over stored facts. */
+  private conclusionsOf(rule: Rule): number[] {
+    this.regionNo++;
+    this.regionList = [];
+    this.mode = Mode.Depend;
+    this.minLabel = OUT;
+    this.join(rule, 0, -1);
+    return this.regionList;
+  }
+
+  // ------------------------------------------------------------------ settle
+
+  private inRegion(rel: Rel, r: number): boolean {
+    return rel.region[r] === this.regionNo;
+  }
+
+  private enter(rel: Rel, r: number): void {
+    if (rel.region[r] === this.regionNo) return;
+    rel.region[r] = this.regionNo;
+    this.regionList.push(r * REL_SPAN + rel.no);
+  }
+
+  private settle(seeds: number[]): void {
+    let region = seeds;
+    for (;;) {
+      this.closure(region);
+      this.relabel();
+      if (this.widen.length === 0) break;
+      region = [...this.regionList, ...this.widen];
     }
-    for (let i = 0; i < this.doomedList.length; i += 2) {
-      const rel = this.relList[this.doomedList[i]!]!;
-      const r = this.doomedList[i + 1]!;
-      rel.alive[r] = 0;
+    this.finalize();
+    this.newRules = [];
+  }
+
+  /** A fresh region: the seeds, plus what their labels can reach (dependents through joins, and opposites). */
+  private closure(seeds: number[]): void {
+    this.regionNo++;
+    this.regionList = [];
+    for (const s of seeds) {
+      const rel = this.relOf(s);
+      const r = (s - rel.no) / REL_SPAN;
+      if (rel.stored[r]) this.enter(rel, r);
     }
-    // Rederive: a doomed fact one rule instance over the facts alive still concludes comes back.
-    this.mode = "test";
-    const back: number[] = [];
-    for (let i = 0; i < this.doomedList.length; i += 2) {
-      const rel = this.relList[this.doomedList[i]!]!;
-      const r = this.doomedList[i + 1]!;
-      rel.doomed[r] = 0;
-      if (rel.premise[r] || this.derivable(rel, r)) back.push(rel.no, r);
+    this.mode = Mode.Depend;
+    this.minLabel = OUT;
+    for (let i = 0; i < this.regionList.length; i++) {
+      const ref = this.regionList[i]!;
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      this.fireFrom(rel, r);
+      const opp = rel.opp;
+      if (opp) {
+        const o = opp.findLike(rel, r, this.opProbe);
+        if (o >= 0 && opp.stored[o]) this.enter(opp, o);
+      }
     }
-    this.mode = "derive";
-    for (let i = 0; i < back.length; i += 2) this.revive(this.relList[back[i]!]!, back[i + 1]!);
+  }
+
+  private relabel(): void {
+    this.widen = [];
+    const list = this.regionList;
+    for (const ref of list) {
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      rel.label[r] = OUT;
+      rel.pending[r] = OUT;
+    }
+    this.mode = Mode.Conclude;
+    // Pass 1: the monotonic closure.
+    this.pass = MONO;
+    for (const rule of this.newRules) this.join(rule, 0, -1);
+    for (let i = 0; i < list.length; i++) {
+      const ref = list[i]!;
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (rel.label[r] !== OUT) continue;
+      if (rel.premise[r] === MONO || (!rel.fresh[r] && this.supported(rel, r, MONO))) this.establish(rel, r, MONO);
+    }
     this.drain();
-    for (let i = 0; i < this.doomedList.length; i += 2) {
-      const rel = this.relList[this.doomedList[i]!]!;
-      const r = this.doomedList[i + 1]!;
-      if (!rel.alive[r]) this.removed.push(rel.handle[r]!);
+    // Pass 2: defaults, with defeat fixed by the monotonic labels.
+    this.pass = DEF;
+    for (let i = 0; i < list.length; i++) {
+      const ref = list[i]!;
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (rel.label[r] !== OUT) continue;
+      const backed = rel.premise[r] === DEF || rel.pending[r] >= DEF || (!rel.fresh[r] && this.supported(rel, r, DEF));
+      if (backed && !this.defeated(rel, r)) this.establish(rel, r, DEF);
     }
+    this.drain();
   }
 
-  private revive(rel: Rel, r: number): void {
-    rel.alive[r] = 1;
-    this.added.push(rel.handle[r]!);
-    this.queue.push(rel.no, r);
-  }
-
-  private doom(rel: Rel, r: number): void {
-    if (rel.doomed[r] || !rel.alive[r]) return;
-    rel.doomed[r] = 1;
-    this.doomedList.push(rel.no, r);
+  private establish(rel: Rel, r: number, label: Label): void {
+    rel.label[r] = label;
+    this.queue.push(r * REL_SPAN + rel.no);
   }
 
   private drain(): void {
     const q = this.queue;
     while (q.length) {
-      const r = q.pop()!;
-      this.fireFrom(this.relList[q.pop()!]!, r);
+      const ref = q.pop()!;
+      const rel = this.relOf(ref);
+      this.fireFrom(rel, (ref - rel.no) / REL_SPAN);
     }
   }
 
-  /** Every firing with row r of `rel` at one of its literals, the rest joined over alive rows. */
-  private fireFrom(rel: Rel, r: number): void {
-    for (const { rule, i } of this.readers[rel.no]!) {
-      const mark = this.trail.length;
-      if (this.match(rule.lits[i]!, r)) this.join(rule, 0, i);
-      this.undo(mark);
-    }
+  private defeated(rel: Rel, r: number): boolean {
+    const opp = rel.opp;
+    if (!opp) return false;
+    const o = opp.findLike(rel, r, this.opProbe);
+    return o >= 0 && opp.stored[o] === 1 && opp.label[o] === MONO;
   }
 
-  /** Every firing of `rule` over alive rows. */
-  private fireAll(rule: Rule): void {
-    this.join(rule, 0, -1);
-  }
-
-  /** Whether one instance of a live rule over alive rows concludes row r of `rel`. */
-  private derivable(rel: Rel, r: number): boolean {
+  /**
+   * Whether one firing over facts labelled at least `min` concludes row r. Inside a
+   * relabelling a region fact's label is either reset (OUT) or final for the pass, so the
+   * firings it finds are valid support.
+   */
+  private supported(rel: Rel, r: number, min: Label): boolean {
+    const mode = this.mode;
+    const minLabel = this.minLabel;
+    this.mode = Mode.Test;
+    this.minLabel = min;
     this.found = false;
     for (const rule of this.writers[rel.no]!) {
       const mark = this.trail.length;
-      if (this.match(rule.head, r)) this.join(rule, 0, -1);
+      if (this.match(rule.head, rel, r)) this.join(rule, 0, -1);
       this.undo(mark);
-      if (this.found) {
-        this.found = false;
-        return true;
-      }
+      if (this.found) break;
     }
-    return false;
+    const found = this.found;
+    this.found = false;
+    this.mode = mode;
+    this.minLabel = minLabel;
+    return found;
   }
 
-  private match(l: Lit, r: number): boolean {
-    const cols = l.rel.cols;
+  /** After relabelling: what is OUT, derived and without a firing over IN leaves the store. */
+  private finalize(): void {
+    const list = this.regionList;
+    for (const ref of list) {
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      rel.fresh[r] = 0;
+      if (!rel.stored[r] || rel.label[r] !== OUT || rel.premise[r] !== 0) continue;
+      if (rel.pending[r] >= DEF || this.supported(rel, r, DEF)) continue;
+      rel.stored[r] = 0;
+    }
+  }
+
+  // ------------------------------------------------------------------ joins
+
+  /** Every firing with row r of `rel` at one of its literals, the rest joined. */
+  private fireFrom(rel: Rel, r: number): void {
+    const ref = r * REL_SPAN + rel.no;
+    for (const { rule, i } of this.readers[rel.no]!) {
+      const mark = this.trail.length;
+      if (this.match(rule.lits[i]!, rel, r)) {
+        this.ants[i] = ref;
+        this.join(rule, 0, i);
+      }
+      this.undo(mark);
+    }
+  }
+
+  private match(l: Lit, rel: Rel, r: number): boolean {
+    const cols = rel.cols;
     const pat = l.pat;
     const slots = this.slots;
     for (let p = 0; p < pat.length; p++) {
@@ -391,7 +527,6 @@ export class RowEngine {
     if (k === fixed) return this.join(rule, k + 1, fixed);
     const l = rule.lits[k]!;
     const rel = l.rel;
-    // Every position bound: one hash probe. Else the bound position with the shortest chain.
     let pos = -1;
     let val = -1;
     let best = Infinity;
@@ -413,7 +548,7 @@ export class RowEngine {
         val = v;
       }
     }
-    if (!free && rel.arity > 0) {
+    if (!free) {
       const at = rel.find(t);
       if (at >= 0) this.step(rule, k, fixed, rel, at);
       return;
@@ -424,49 +559,98 @@ export class RowEngine {
       for (let row = 0; row < n; row++) this.step(rule, k, fixed, rel, row);
       return;
     }
-    const head = rel.heads[pos]!;
-    if (val >= head.length) return;
     const next = rel.next[pos]!;
-    for (let row = head[val]!; row >= 0; row = next[row]!) this.step(rule, k, fixed, rel, row);
+    for (let row = rel.heads[pos]![val]!; row >= 0; row = next[row]!) this.step(rule, k, fixed, rel, row);
   }
 
   private step(rule: Rule, k: number, fixed: number, rel: Rel, row: number): void {
-    if (!rel.alive[row]) return;
+    if (!rel.stored[row]) return;
+    const label = rel.label[row]!;
+    if (this.mode === Mode.Conclude) {
+      if (label === OUT) return;
+    } else if (this.mode === Mode.Test) {
+      if (label < this.minLabel) return;
+    }
     const mark = this.trail.length;
-    if (this.match(rule.lits[k]!, row)) this.join(rule, k + 1, fixed);
+    if (this.match(rule.lits[k]!, rel, row)) {
+      this.ants[k] = row * REL_SPAN + rel.no;
+      this.join(rule, k + 1, fixed);
+    }
     this.undo(mark);
   }
 
   private fire(rule: Rule): void {
+    if (this.mode === Mode.Test) {
+      this.found = true;
+      return;
+    }
     const h = rule.head;
     const t = this.t;
     for (let p = 0; p < h.pat.length; p++) {
       const q = h.pat[p]!;
       t[p] = q >= 0 ? q : this.slots[-1 - q]!;
     }
-    if (this.mode === "test") {
-      this.found = true;
-      return;
-    }
     const rel = h.rel;
-    if (this.mode === "doom") {
+    if (this.mode === Mode.Depend) {
       const at = rel.find(t);
-      if (at >= 0 && !rel.premise[at]) this.doom(rel, at);
+      if (at >= 0 && rel.stored[at]) this.enter(rel, at);
       return;
     }
-    const r = this.rowOf(rel, t);
-    if (!rel.alive[r]) this.revive(rel, r);
+    // Conclude: the firing's strength is its weakest antecedent's label.
+    let strength: Label = MONO;
+    for (let i = 0; i < rule.lits.length; i++) {
+      const a = this.ants[i]!;
+      const ar = this.relOf(a);
+      const lab = ar.label[(a - ar.no) / REL_SPAN]! as Label;
+      if (lab < strength) strength = lab;
+    }
+    let r = rel.find(t);
+    if (r < 0 || !rel.stored[r]) {
+      if (r < 0) r = this.rowOf(rel, t);
+      rel.stored[r] = 1;
+      rel.premise[r] = 0;
+      rel.label[r] = OUT;
+      rel.pending[r] = OUT;
+      rel.fresh[r] = 1;
+      this.enter(rel, r);
+      // A new conclusion can defeat, or be defeated by, an opposite outside the region.
+      const opp = rel.opp;
+      if (opp) {
+        const o = opp.findLike(rel, r, this.opProbe);
+        if (o >= 0 && opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * REL_SPAN + opp.no);
+      }
+    }
+    if (strength > rel.pending[r]!) rel.pending[r] = strength;
+    this.conclude(rel, r, strength);
   }
 
-  /** Every alive fact, printed. */
-  facts(): Set<string> {
-    const out = new Set<string>();
+  private conclude(rel: Rel, r: number, strength: Label): void {
+    const label = rel.label[r]!;
+    if (rel.region[r] === this.regionNo) {
+      if (this.pass === MONO) {
+        if (strength === MONO && label !== MONO) this.establish(rel, r, MONO);
+      } else if (label === OUT && !this.defeated(rel, r)) this.establish(rel, r, DEF);
+    } else if ((strength === MONO && label !== MONO) || (label === OUT && !this.defeated(rel, r))) {
+      // Every firing here uses an established region fact or a new rule, whose stored
+      // conclusions the region already holds (closure, conclusionsOf): in one context only a
+      // new conclusion's opposite can lie outside it, and fire() widens for that.
+      throw new Error(`invariant: a conclusion outside the region would move (relation ${rel.pred}, row ${r})`);
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  /** Every stored fact as its text, with its label. */
+  stored(): Map<string, "out" | "default" | "monotonic"> {
+    const out = new Map<string, "out" | "default" | "monotonic">();
     for (const rel of this.relList)
       for (let r = 0; r < rel.n; r++) {
-        if (!rel.alive[r]) continue;
+        if (!rel.stored[r]) continue;
         const parts = [rel.pred];
         for (let p = 0; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
-        out.add(`(${parts.join(" ")})`);
+        const atom = `(${parts.join(" ")})`;
+        const label = rel.label[r]!;
+        out.set(rel.neg ? `(not ${atom})` : atom, label === MONO ? "monotonic" : label === DEF ? "default" : "out");
       }
     return out;
   }
@@ -475,7 +659,7 @@ export class RowEngine {
     const rel = this.rels.get(`${pred}/${arity}`);
     if (!rel) return 0;
     let n = 0;
-    for (let r = 0; r < rel.n; r++) n += rel.alive[r]!;
+    for (let r = 0; r < rel.n; r++) n += rel.stored[r]!;
     return n;
   }
 }

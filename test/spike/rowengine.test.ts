@@ -1,58 +1,108 @@
 /**
  * SPIKE: the row engine against the independent rules oracle, on the fragment it covers
- * (one context, monotonic, positive literals over symbols): after every assert and retract
- * of facts and rules, its alive facts are exactly the oracle's stored facts.
+ * (one context; facts of either polarity and strength; rules with negative antecedents and
+ * conclusions; defeat): after every assert and retract of facts and rules, what it stores
+ * and each stored fact's label (out, default, monotonic) are exactly the oracle's.
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
-import { RowEngine, type Atom } from "../../src/kb/rowengine.js";
+import { RowEngine, type RowLiteral, type RowStrength } from "../../src/kb/rowengine.js";
 import { evaluate, type OraclePremise } from "../kb/oracle/rules-oracle.js";
 
-const CONST = ["a", "b", "c", "d"];
-const VARS = ["?x", "?y", "?z"];
-const PREDS: [string, number][] = [["p", 2], ["q", 2], ["r", 1]];
+const UNARY = ["p", "q", "r"] as const;
+const CONSTANTS = ["One", "Two"] as const;
+const skewed = <T,>(xs: readonly T[]) => fc.constantFrom(xs[0]!, xs[0]!, ...xs);
 
-const text = (a: Atom) => `(${a.join(" ")})`;
-const fact = fc.constantFrom(...PREDS).chain(([p, n]) => fc.array(fc.constantFrom(...CONST), { minLength: n, maxLength: n }).map((args): Atom => [p, ...args]));
-const patAtom = fc.constantFrom(...PREDS).chain(([p, n]) => fc.array(fc.constantFrom(...VARS, ...CONST.slice(0, 2)), { minLength: n, maxLength: n }).map((args): Atom => [p, ...args]));
-const rule = fc
-  .tuple(fc.array(patAtom, { minLength: 1, maxLength: 2 }), fc.constantFrom(...PREDS))
-  .chain(([ants, [hp, hn]]) => {
-    const bound = [...new Set(ants.flatMap((a) => a.slice(1).filter((x) => x.startsWith("?"))))];
-    const pool = bound.length ? bound : CONST;
-    return fc.array(fc.constantFrom(...pool, "a"), { minLength: hn, maxLength: hn }).map((args) => ({ ants, head: [hp, ...args] as Atom }));
+const text = (l: RowLiteral) => (l.neg ? `(not (${l.atom.join(" ")}))` : `(${l.atom.join(" ")})`);
+
+const factArb: fc.Arbitrary<RowLiteral> = fc
+  .record({ binary: fc.constantFrom(false, false, false, true), pred: skewed(UNARY), a: skewed(CONSTANTS), b: skewed(CONSTANTS), neg: fc.boolean() })
+  .map(({ binary, pred, a, b, neg }) => ({ neg: neg && !binary, atom: binary ? ["e", a, b] : [pred, a] }));
+
+/** Rules shaped as the engine's oracle test draws them: a positive antecedent binds every variable. */
+const ruleArb = fc
+  .record({
+    first: skewed(UNARY),
+    firstNeg: fc.constantFrom(false, false, true),
+    second: fc.option(fc.record({ pred: skewed(UNARY), neg: fc.boolean() }), { nil: undefined, freq: 2 }),
+    viaEdge: fc.constantFrom(false, false, true),
+    cons: fc.constantFrom(...UNARY),
+    consNeg: fc.boolean(),
+  })
+  .map(({ first, firstNeg, second, viaEdge, cons, consNeg }) => {
+    const ants: RowLiteral[] = [{ neg: firstNeg && viaEdge, atom: [first, "?x"] }];
+    if (viaEdge) ants.push({ neg: false, atom: ["e", "?x", "?y"] });
+    if (second) ants.push({ neg: second.neg, atom: [second.pred, viaEdge ? "?y" : "?x"] });
+    return { ants, head: { neg: consNeg, atom: [cons, viaEdge ? "?y" : "?x"] } as RowLiteral };
   });
-type Step = { kind: "fact"; atom: Atom } | { kind: "rule"; ants: Atom[]; head: Atom } | { kind: "retract"; pick: number };
-const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fact.map((atom) => ({ kind: "fact" as const, atom })) },
-  { weight: 2, arbitrary: rule.map((r) => ({ kind: "rule" as const, ...r })) },
-  { weight: 3, arbitrary: fc.nat(20).map((pick) => ({ kind: "retract" as const, pick })) },
+
+const strengthArb = fc.constantFrom<RowStrength>("default", "default", "monotonic");
+
+type Entry = { kind: "fact"; lit: RowLiteral } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral };
+const entryArb: fc.Arbitrary<Entry> = fc.oneof(
+  { weight: 5, arbitrary: factArb.map((lit) => ({ kind: "fact" as const, lit })) },
+  { weight: 3, arbitrary: ruleArb.map((r) => ({ kind: "rule" as const, ...r })) },
 );
+const sentenceOf = (e: Entry) =>
+  e.kind === "fact" ? text(e.lit) : `(implies ${e.ants.length === 1 ? text(e.ants[0]!) : `(and ${e.ants.map(text).join(" ")})`} ${text(e.head)})`;
+
+type Step = { kind: "assert"; i: number; strength: RowStrength } | { kind: "retract"; i: number };
+const programArb = fc
+  .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: sentenceOf })
+  .chain((pool) =>
+    fc.tuple(
+      fc.constant(pool),
+      fc.array(
+        fc.oneof(
+          { weight: 6, arbitrary: fc.record({ kind: fc.constant("assert" as const), i: fc.nat(pool.length - 1), strength: strengthArb }) },
+          { weight: 3, arbitrary: fc.record({ kind: fc.constant("retract" as const), i: fc.nat(pool.length - 1) }) },
+        ),
+        { minLength: 1, maxLength: 14 },
+      ),
+    ),
+  );
 
 describe("row engine spike", () => {
-  it("keeps exactly the oracle's fixpoint through any order of asserts and retracts of facts and rules", () => {
+  it("stores and labels exactly as the oracle's fixpoint after every assert and retract of facts and rules", () => {
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 30 }), (steps) => {
+      fc.property(programArb, ([pool, steps]) => {
         const e = new RowEngine();
-        const live: { h: number; premise: OraclePremise }[] = [];
+        /** Pool index -> its handle and strength while asserted. */
+        const live = new Map<number, { h: number; strength: RowStrength }>();
         for (const s of steps) {
-          if (s.kind === "fact") {
-            const h = e.assertFact(s.atom);
-            if (!live.some((l) => l.h === h)) live.push({ h, premise: { sentence: text(s.atom), context: "CxA", strength: "monotonic" } });
-          } else if (s.kind === "rule") {
-            const h = e.assertRule(s.ants, s.head);
-            const body = s.ants.length === 1 ? text(s.ants[0]!) : `(and ${s.ants.map(text).join(" ")})`;
-            live.push({ h, premise: { sentence: `(implies ${body} ${text(s.head)})`, context: "CxA", strength: "monotonic" } });
-          } else if (live.length) {
-            const [gone] = live.splice(s.pick % live.length, 1);
-            e.retract(gone!.h);
+          const entry = pool[s.i]!;
+          if (s.kind === "assert") {
+            if (entry.kind === "rule") {
+              if (!live.has(s.i)) live.set(s.i, { h: e.assertRule(entry.ants, entry.head), strength: s.strength });
+            } else {
+              const h = e.assert(entry.lit, s.strength);
+              const was = live.get(s.i);
+              live.set(s.i, { h, strength: was?.strength === "monotonic" ? "monotonic" : s.strength });
+            }
+          } else {
+            const was = live.get(s.i);
+            if (!was) continue;
+            e.retract(was.h);
+            live.delete(s.i);
           }
-          const fix = evaluate(live.map((l) => l.premise));
-          const want = new Set([...fix.stored.values()].filter((x) => !x.rule).map((x) => x.text));
-          expect(e.facts()).toEqual(want);
+          const premises: OraclePremise[] = [...live].map(([i, l]) => ({ sentence: sentenceOf(pool[i]!), context: "CxA", strength: l.strength }));
+          const fix = evaluate(premises);
+          const want = new Map([...fix.stored.values()].filter((x) => !x.rule).map((x) => [x.text, x.believed ? x.strength : "out"] as const));
+          expect(new Map([...e.stored()].sort()), JSON.stringify(steps)).toEqual(new Map([...want].sort()));
         }
       }),
-      { numRuns: 300 },
+      { numRuns: 5000 },
     );
+  });
+});
+
+describe("row engine spike, examples", () => {
+  it("a monotonic conclusion new in a write defeats a stored default opposite that no dependent reaches", () => {
+    const e = new RowEngine();
+    e.assert({ neg: true, atom: ["q", "One"] }, "default");
+    e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] });
+    e.assert({ neg: false, atom: ["p", "One"] }, "monotonic");
+    expect(e.stored().get("(not (q One))")).toBe("out");
+    expect(e.stored().get("(q One)")).toBe("monotonic");
   });
 });
