@@ -1,19 +1,23 @@
 /**
  * SPIKE (branch spike/row-engine, not on main): the engine's belief semantics over integer
- * rows, for one context: facts of either polarity and strength, rules with negative
- * antecedents and conclusions, defeat of a default by a monotonic opposite. What it answers:
+ * rows: facts of either polarity and strength in contexts linked by genlCx, rules with
+ * negative antecedents and conclusions placed as main's engine places them, defeat of a
+ * default by a monotonic opposite where some context sees both. What it answers:
  * how fast an engine can materialize and maintain a closure when derived facts are rows of
  * interned ids (no node object, no string-keyed map per fact), against the plain closure.
  *
- * The semantics (docs/rules.md, one context):
+ * The semantics (docs/rules.md):
+ *  - a firing matches antecedents in any context and concludes in each placement context
+ *    (the sources' one context, else the most general contexts that see every source);
  *  - MONO = monotonic premises, plus conclusions of firings whose antecedents are all MONO;
- *  - a default is defeated when its opposite (same atom, other polarity) is MONO;
+ *  - a default is defeated when an opposite (same atom, other polarity) is MONO where some
+ *    context sees both;
  *  - IN = MONO, plus undefeated default premises, plus undefeated conclusions of firings
  *    whose antecedents are all IN;
  *  - stored = premises, plus conclusions of firings whose antecedents are all IN.
  *
  * Representation: names interned to ids; a relation (`Rel`) per polarity, predicate and
- * arity: a column per argument, an open-addressing hash for identity, an index per argument
+ * arity: a column for the context and one per argument, an open-addressing hash for identity, an index per argument
  * position as chains through the rows with a count per id (a join takes the shortest bound
  * chain; a fully bound literal is one probe). A fact's state is columns of its relation:
  * stored, premise mark, label, the region it last joined, the strength firings gave it in
@@ -27,6 +31,8 @@
  * conclusion that would change outside it widens it; what is left OUT without a firing
  * over IN leaves the store.
  */
+
+import { Topology, UNIVERSE } from "./contexts.js";
 
 const OUT = 0;
 const DEF = 1;
@@ -50,7 +56,14 @@ class Rel {
   pending = new Uint8Array(this.cap);
   /** Whether the row was created in the current settle (its support is all in `pending`). */
   fresh = new Uint8Array(this.cap);
-  private slots = new Int32Array(128).fill(-1);
+  /**
+   * Identity: an open-addressing hash over the argument columns (1 on) to the last row with
+   * that atom, and per row the previous one in any context (-1: none); a fact is its atom's
+   * row in its context.
+   */
+  private atomSlots = new Int32Array(128).fill(-1);
+  private atoms = 0;
+  atomNext = new Int32Array(this.cap);
   heads: Int32Array[] = [];
   next: Int32Array[] = [];
   counts: Int32Array[] = [];
@@ -71,9 +84,9 @@ class Rel {
     }
   }
 
-  private hash(t: Int32Array): number {
+  private hash(t: Int32Array, from = 0): number {
     let x = 0x9e3779b9 | 0;
-    for (let i = 0; i < this.arity; i++) {
+    for (let i = from; i < this.arity; i++) {
       x = Math.imul(x ^ t[i]!, 0x85ebca6b);
       x ^= x >>> 16;
     }
@@ -81,26 +94,42 @@ class Rel {
     return (x ^ (x >>> 16)) >>> 0;
   }
 
-  /** The row holding t, or -1 - (the free slot where it would go). */
+  /** The row holding t (its context in t[0]), or -1: the atom's rows in every context, walked for the context. */
   find(t: Int32Array): number {
-    const mask = this.slots.length - 1;
-    for (let i = this.hash(t) & mask; ; i = (i + 1) & mask) {
-      const r = this.slots[i]!;
+    const ctx = t[0]!;
+    const cols0 = this.cols[0]!;
+    for (let r = this.atomHead(t); r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
+    return -1;
+  }
+
+  /** The atom slot of arguments t[1..], or -1 - (the free slot where they would go). */
+  private atomSlot(t: Int32Array): number {
+    const mask = this.atomSlots.length - 1;
+    for (let i = this.hash(t, 1) & mask; ; i = (i + 1) & mask) {
+      const r = this.atomSlots[i]!;
       if (r < 0) return -1 - i;
       let same = true;
-      for (let p = 0; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
-      if (same) return r;
+      for (let p = 1; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
+      if (same) return i;
     }
   }
 
-  /** The row of the opposite fact with the same arguments as row r of `from`, or -1. */
-  findLike(from: Rel, r: number, t: Int32Array): number {
-    for (let p = 0; p < this.arity; p++) t[p] = from.cols[p]![r]!;
-    const at = this.find(t);
-    return at >= 0 ? at : -1;
+  /** The last row (any context) with arguments t[1..], or -1; earlier ones through `atomNext`. */
+  atomHead(t: Int32Array): number {
+    const at = this.atomSlot(t);
+    return at >= 0 ? this.atomSlots[at]! : -1;
   }
 
-  add(t: Int32Array, free: number, handle: number): number {
+  /** The rows (any context) whose arguments equal those of row r of `from`. */
+  sameAtom(from: Rel, r: number, t: Int32Array): number[] {
+    for (let p = 1; p < this.arity; p++) t[p] = from.cols[p]![r]!;
+    const out: number[] = [];
+    for (let o = this.atomHead(t); o >= 0; o = this.atomNext[o]!) out.push(o);
+    return out;
+  }
+
+  /** Add tuple t (not held: `find` gave -1). */
+  add(t: Int32Array, handle: number): number {
     if (this.n === this.cap) this.grow();
     const r = this.n++;
     for (let p = 0; p < this.arity; p++) {
@@ -120,9 +149,16 @@ class Rel {
       head[v] = r;
       this.counts[p]![v]!++;
     }
-    this.slots[-1 - free] = r;
     this.handle[r] = handle;
-    if (this.n * 2 > this.slots.length) this.rehash();
+    const at = this.atomSlot(t);
+    if (at >= 0) {
+      this.atomNext[r] = this.atomSlots[at]!;
+      this.atomSlots[at] = r;
+    } else {
+      this.atomNext[r] = -1;
+      this.atomSlots[-1 - at] = r;
+      if (++this.atoms * 2 > this.atomSlots.length) this.rehashAtoms();
+    }
     return r;
   }
 
@@ -142,15 +178,18 @@ class Rel {
     this.region = wider(this.region);
     this.pending = wider(this.pending);
     this.fresh = wider(this.fresh);
+    this.atomNext = wider(this.atomNext);
     this.cap = cap;
   }
 
-  private rehash(): void {
-    this.slots = new Int32Array(this.slots.length * 2).fill(-1);
+  private rehashAtoms(): void {
+    const old = this.atomSlots;
+    this.atomSlots = new Int32Array(old.length * 2).fill(-1);
     const t = new Int32Array(this.arity);
-    for (let r = 0; r < this.n; r++) {
-      for (let p = 0; p < this.arity; p++) t[p] = this.cols[p]![r]!;
-      this.slots[-1 - this.find(t)] = r;
+    for (const head of old) {
+      if (head < 0) continue;
+      for (let p = 1; p < this.arity; p++) t[p] = this.cols[p]![head]!;
+      this.atomSlots[-1 - this.atomSlot(t)] = head;
     }
   }
 }
@@ -163,6 +202,8 @@ interface Lit {
 
 interface Rule {
   handle: number;
+  /** The context the rule is stored in (a source of every firing's placement). */
+  ctx: number;
   lits: Lit[];
   head: Lit;
   slots: number;
@@ -206,6 +247,12 @@ export class RowEngine {
   private readonly t = new Int32Array(16);
   private readonly probe = new Int32Array(16);
   private readonly opProbe = new Int32Array(16);
+  private readonly topology = new Topology();
+  /** Placement context ids by the sources' ids (cleared when the topology changes). */
+  private places = new Map<string, number[]>();
+  private readonly single: number[] = [0];
+  /** Support test: the context of the fact tested. */
+  private testCtx = -1;
   /** Antecedent references of the firing being joined, by literal. */
   private ants: number[] = [];
 
@@ -231,7 +278,9 @@ export class RowEngine {
     return i;
   }
 
-  private rel(neg: boolean, pred: string, arity: number): Rel {
+  /** The relation of a polarity, predicate and argument count (its rows have one column more: the context). */
+  private rel(neg: boolean, pred: string, args: number): Rel {
+    const arity = args + 1;
     const key = `${neg ? "~" : ""}${pred}/${arity}`;
     let r = this.rels.get(key);
     if (!r) {
@@ -257,48 +306,73 @@ export class RowEngine {
   /** The row of the fact (created not stored when new). */
   private rowOf(rel: Rel, t: Int32Array): number {
     const at = rel.find(t);
-    if (at >= 0) return at;
-    const r = rel.add(t, at, this.nextHandle);
+    return at >= 0 ? at : this.newRow(rel, t);
+  }
+
+  /** A new row for t (not held), not stored yet, with a new handle. */
+  private newRow(rel: Rel, t: Int32Array): number {
+    const r = rel.add(t, this.nextHandle);
     this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
     return r;
   }
 
   // ------------------------------------------------------------------ writes
 
-  /** Assert a fact; its handle. A re-assert may upgrade a default premise to monotonic. */
-  assert(lit: RowLiteral, strength: RowStrength = "default"): number {
+  private isEdge(lit: RowLiteral): boolean {
+    return !lit.neg && lit.atom[0] === "genlCx" && lit.atom.length === 3;
+  }
+
+  /**
+   * Assert a fact in a context; its handle. A re-assert may upgrade a default premise to
+   * monotonic. `(genlCx A B)` is a link: stored in CxUniverse, monotonic, and every stored
+   * fact resettles (placement and visibility move everywhere).
+   */
+  assert(lit: RowLiteral, strength: RowStrength = "default", context = "CxA"): number {
+    const edge = this.isEdge(lit);
     const rel = this.rel(lit.neg, lit.atom[0]!, lit.atom.length - 1);
     const t = this.t;
-    for (let i = 1; i < lit.atom.length; i++) t[i - 1] = this.id(lit.atom[i]!);
+    t[0] = this.id(edge ? UNIVERSE : context);
+    for (let i = 1; i < lit.atom.length; i++) t[i] = this.id(lit.atom[i]!);
     const r = this.rowOf(rel, t);
-    const mark = strength === "monotonic" ? MONO : DEF;
+    const mark = strength === "monotonic" || edge ? MONO : DEF;
     if (!rel.stored[r] || rel.premise[r] < mark) {
       rel.premise[r] = Math.max(rel.premise[r]!, mark);
       if (!rel.stored[r]) {
         rel.stored[r] = 1;
         rel.label[r] = OUT;
       }
-      this.settle([r * REL_SPAN + rel.no]);
+      if (edge && this.topology.addEdge(lit.atom[1]!, lit.atom[2]!, rel.handle[r]!)) this.settle(this.everything());
+      else this.settle([r * REL_SPAN + rel.no]);
     }
     return rel.handle[r]!;
   }
 
-  /** Assert a rule; its handle. */
-  assertRule(ants: readonly RowLiteral[], head: RowLiteral): number {
+  /** Every stored fact. */
+  private everything(): number[] {
+    this.places.clear();
+    const out: number[] = [];
+    for (const rel of this.relList) for (let r = 0; r < rel.n; r++) if (rel.stored[r]) out.push(r * REL_SPAN + rel.no);
+    return out;
+  }
+
+  /** Assert a rule in a context; its handle. */
+  assertRule(ants: readonly RowLiteral[], head: RowLiteral, context = "CxA"): number {
     const vars = new Map<string, number>();
-    const compile = (l: RowLiteral): Lit => ({
+    const slot = (x: string) => {
+      let s = vars.get(x);
+      if (s === undefined) vars.set(x, (s = vars.size));
+      return -1 - s;
+    };
+    // Column 0 of an antecedent is a variable of its own (it matches in any context); the
+    // head's is filled per placement context.
+    const compile = (l: RowLiteral, i: number): Lit => ({
       rel: this.rel(l.neg, l.atom[0]!, l.atom.length - 1),
-      pat: Int32Array.from(l.atom.slice(1), (x) => {
-        if (!x.startsWith("?")) return this.id(x);
-        let s = vars.get(x);
-        if (s === undefined) vars.set(x, (s = vars.size));
-        return -1 - s;
-      }),
+      pat: Int32Array.from([i < 0 ? "" : `?ctx ${i}`, ...l.atom.slice(1)], (x, p) => (p === 0 && i < 0 ? 0 : x.startsWith("?") ? slot(x) : this.id(x))),
     });
     const lits = ants.map(compile);
     const h = this.nextHandle++;
     this.byHandle[h] = -1;
-    const rule: Rule = { handle: h, lits, head: compile(head), slots: vars.size };
+    const rule: Rule = { handle: h, ctx: this.id(context), lits, head: compile(head, -1), slots: vars.size };
     if (rule.slots > this.slots.length) this.slots = new Int32Array(rule.slots).fill(-1);
     this.rules.set(h, rule);
     lits.forEach((l, i) => this.readers[l.rel.no]!.push({ rule, i }));
@@ -327,6 +401,10 @@ export class RowEngine {
     const r = (ref - rel.no) / REL_SPAN;
     if (!rel.stored[r] || !rel.premise[r]) return;
     rel.premise[r] = 0;
+    if (!rel.neg && rel.pred === "genlCx" && rel.arity === 3 && this.topology.removeEdge(this.names[rel.cols[1]![r]!]!, this.names[rel.cols[2]![r]!]!)) {
+      this.settle(this.everything());
+      return;
+    }
     this.settle([ref]);
   }
 
@@ -381,10 +459,7 @@ export class RowEngine {
       const r = (ref - rel.no) / REL_SPAN;
       this.fireFrom(rel, r);
       const opp = rel.opp;
-      if (opp) {
-        const o = opp.findLike(rel, r, this.opProbe);
-        if (o >= 0 && opp.stored[o]) this.enter(opp, o);
-      }
+      if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o]) this.enter(opp, o);
     }
   }
 
@@ -436,11 +511,15 @@ export class RowEngine {
     }
   }
 
+  /** A default is defeated by a monotonic opposite where some context sees both. */
   private defeated(rel: Rel, r: number): boolean {
     const opp = rel.opp;
     if (!opp) return false;
-    const o = opp.findLike(rel, r, this.opProbe);
-    return o >= 0 && opp.stored[o] === 1 && opp.label[o] === MONO;
+    const ctx = this.names[rel.cols[0]![r]!]!;
+    for (const o of opp.sameAtom(rel, r, this.opProbe)) {
+      if (opp.stored[o] === 1 && opp.label[o] === MONO && this.topology.meet(ctx, this.names[opp.cols[0]![o]!]!)) return true;
+    }
+    return false;
   }
 
   /**
@@ -454,14 +533,17 @@ export class RowEngine {
     this.mode = Mode.Test;
     this.minLabel = min;
     this.found = false;
+    const testCtx = this.testCtx;
+    this.testCtx = rel.cols[0]![r]!;
     for (const rule of this.writers[rel.no]!) {
       const mark = this.trail.length;
-      if (this.match(rule.head, rel, r)) this.join(rule, 0, -1);
+      if (this.match(rule.head, rel, r, 1)) this.join(rule, 0, -1);
       this.undo(mark);
       if (this.found) break;
     }
     const found = this.found;
     this.found = false;
+    this.testCtx = testCtx;
     this.mode = mode;
     this.minLabel = minLabel;
     return found;
@@ -495,11 +577,12 @@ export class RowEngine {
     }
   }
 
-  private match(l: Lit, rel: Rel, r: number): boolean {
+  /** Match row r of `rel` against a literal from column `from` on (1 skips the context), binding slots. */
+  private match(l: Lit, rel: Rel, r: number, from = 0): boolean {
     const cols = rel.cols;
     const pat = l.pat;
     const slots = this.slots;
-    for (let p = 0; p < pat.length; p++) {
+    for (let p = from; p < pat.length; p++) {
       const v = cols[p]![r]!;
       const q = pat[p]!;
       if (q >= 0) {
@@ -553,6 +636,11 @@ export class RowEngine {
       if (at >= 0) this.step(rule, k, fixed, rel, at);
       return;
     }
+    if (t[0]! < 0 && pos > 0 && this.argsBound(t, rel.arity)) {
+      // Only the context is free: the atom's rows in every context.
+      for (let row = rel.atomHead(t); row >= 0; row = rel.atomNext[row]!) this.step(rule, k, fixed, rel, row);
+      return;
+    }
     if (best === 0) return;
     if (pos < 0) {
       const n = rel.n;
@@ -561,6 +649,11 @@ export class RowEngine {
     }
     const next = rel.next[pos]!;
     for (let row = rel.heads[pos]![val]!; row >= 0; row = next[row]!) this.step(rule, k, fixed, rel, row);
+  }
+
+  private argsBound(t: Int32Array, arity: number): boolean {
+    for (let p = 1; p < arity; p++) if (t[p]! < 0) return false;
+    return true;
   }
 
   private step(rule: Rule, k: number, fixed: number, rel: Rel, row: number): void {
@@ -579,14 +672,38 @@ export class RowEngine {
     this.undo(mark);
   }
 
+  /** The contexts a firing of `rule` concludes in, under the current bindings (its sources' placement). */
+  private placement(rule: Rule): number[] {
+    const lits = rule.lits;
+    let same = true;
+    for (let i = 0; i < lits.length && same; i++) same = this.slots[-1 - lits[i]!.pat[0]!] === rule.ctx;
+    if (same) {
+      this.single[0] = rule.ctx;
+      return this.single;
+    }
+    const sources = [rule.ctx, ...lits.map((l) => this.slots[-1 - l.pat[0]!]!)];
+    const key = sources.join(" ");
+    let ids = this.places.get(key);
+    if (!ids) this.places.set(key, (ids = this.topology.placement(sources.map((s) => this.names[s]!)).map((c) => this.id(c))));
+    return ids;
+  }
+
   private fire(rule: Rule): void {
+    const places = this.placement(rule);
     if (this.mode === Mode.Test) {
-      this.found = true;
+      if (places.includes(this.testCtx)) this.found = true;
       return;
     }
+    const n = places.length;
+    for (let i = 0; i < n; i++) this.fireIn(rule, places[i]!);
+  }
+
+  /** The firing's conclusion in context `ctx`. */
+  private fireIn(rule: Rule, ctx: number): void {
     const h = rule.head;
     const t = this.t;
-    for (let p = 0; p < h.pat.length; p++) {
+    t[0] = ctx;
+    for (let p = 1; p < h.pat.length; p++) {
       const q = h.pat[p]!;
       t[p] = q >= 0 ? q : this.slots[-1 - q]!;
     }
@@ -606,7 +723,7 @@ export class RowEngine {
     }
     let r = rel.find(t);
     if (r < 0 || !rel.stored[r]) {
-      if (r < 0) r = this.rowOf(rel, t);
+      if (r < 0) r = this.newRow(rel, t);
       rel.stored[r] = 1;
       rel.premise[r] = 0;
       rel.label[r] = OUT;
@@ -615,10 +732,7 @@ export class RowEngine {
       this.enter(rel, r);
       // A new conclusion can defeat, or be defeated by, an opposite outside the region.
       const opp = rel.opp;
-      if (opp) {
-        const o = opp.findLike(rel, r, this.opProbe);
-        if (o >= 0 && opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * REL_SPAN + opp.no);
-      }
+      if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * REL_SPAN + opp.no);
     }
     if (strength > rel.pending[r]!) rel.pending[r] = strength;
     this.conclude(rel, r, strength);
@@ -640,23 +754,23 @@ export class RowEngine {
 
   // ------------------------------------------------------------------ reads
 
-  /** Every stored fact as its text, with its label. */
+  /** Every stored fact as `context|text`, with its label. */
   stored(): Map<string, "out" | "default" | "monotonic"> {
     const out = new Map<string, "out" | "default" | "monotonic">();
     for (const rel of this.relList)
       for (let r = 0; r < rel.n; r++) {
         if (!rel.stored[r]) continue;
         const parts = [rel.pred];
-        for (let p = 0; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
+        for (let p = 1; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
         const atom = `(${parts.join(" ")})`;
         const label = rel.label[r]!;
-        out.set(rel.neg ? `(not ${atom})` : atom, label === MONO ? "monotonic" : label === DEF ? "default" : "out");
+        out.set(`${this.names[rel.cols[0]![r]!]}|${rel.neg ? `(not ${atom})` : atom}`, label === MONO ? "monotonic" : label === DEF ? "default" : "out");
       }
     return out;
   }
 
-  count(pred: string, arity: number): number {
-    const rel = this.rels.get(`${pred}/${arity}`);
+  count(pred: string, args: number): number {
+    const rel = this.rels.get(`${pred}/${args + 1}`);
     if (!rel) return 0;
     let n = 0;
     for (let r = 0; r < rel.n; r++) n += rel.stored[r]!;

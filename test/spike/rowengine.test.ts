@@ -1,8 +1,9 @@
 /**
- * SPIKE: the row engine against the independent rules oracle, on the fragment it covers
- * (one context; facts of either polarity and strength; rules with negative antecedents and
- * conclusions; defeat): after every assert and retract of facts and rules, what it stores
- * and each stored fact's label (out, default, monotonic) are exactly the oracle's.
+ * SPIKE: the row engine against the independent rules oracle, on programs drawn as main's
+ * oracle test draws them (facts of either polarity and strength in four contexts with CxCore
+ * among them, rules with negative antecedents and conclusions, genlCx links): after every
+ * assert and retract, what it stores where, and each stored fact's label (out, default,
+ * monotonic), are exactly the oracle's.
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
@@ -11,6 +12,8 @@ import { evaluate, type OraclePremise } from "../kb/oracle/rules-oracle.js";
 
 const UNARY = ["p", "q", "r"] as const;
 const CONSTANTS = ["One", "Two"] as const;
+const CONTEXTS = ["CxA", "CxB", "CxC"] as const;
+const FACT_CONTEXTS = [...CONTEXTS, "CxCore"] as const;
 const skewed = <T,>(xs: readonly T[]) => fc.constantFrom(xs[0]!, xs[0]!, ...xs);
 
 const text = (l: RowLiteral) => (l.neg ? `(not (${l.atom.join(" ")}))` : `(${l.atom.join(" ")})`);
@@ -38,17 +41,22 @@ const ruleArb = fc
 
 const strengthArb = fc.constantFrom<RowStrength>("default", "default", "monotonic");
 
-type Entry = { kind: "fact"; lit: RowLiteral } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral };
+type Entry = { kind: "fact"; lit: RowLiteral; context: string } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral; context: string };
+const edgeArb = fc
+  .tuple(fc.constantFrom(...CONTEXTS), fc.constantFrom(...CONTEXTS, "CxCore"))
+  .filter(([a, b]) => a !== b)
+  .map(([a, b]): Entry => ({ kind: "fact", lit: { neg: false, atom: ["genlCx", a, b] }, context: "CxUniverse" }));
 const entryArb: fc.Arbitrary<Entry> = fc.oneof(
-  { weight: 5, arbitrary: factArb.map((lit) => ({ kind: "fact" as const, lit })) },
-  { weight: 3, arbitrary: ruleArb.map((r) => ({ kind: "rule" as const, ...r })) },
+  { weight: 5, arbitrary: fc.tuple(factArb, skewed(FACT_CONTEXTS)).map(([lit, context]) => ({ kind: "fact" as const, lit, context })) },
+  { weight: 3, arbitrary: fc.tuple(ruleArb, skewed(FACT_CONTEXTS)).map(([r, context]) => ({ kind: "rule" as const, ...r, context })) },
+  { weight: 1, arbitrary: edgeArb },
 );
 const sentenceOf = (e: Entry) =>
   e.kind === "fact" ? text(e.lit) : `(implies ${e.ants.length === 1 ? text(e.ants[0]!) : `(and ${e.ants.map(text).join(" ")})`} ${text(e.head)})`;
 
 type Step = { kind: "assert"; i: number; strength: RowStrength } | { kind: "retract"; i: number };
 const programArb = fc
-  .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: sentenceOf })
+  .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: (e) => `${e.context}|${sentenceOf(e)}` })
   .chain((pool) =>
     fc.tuple(
       fc.constant(pool),
@@ -73,9 +81,9 @@ describe("row engine spike", () => {
           const entry = pool[s.i]!;
           if (s.kind === "assert") {
             if (entry.kind === "rule") {
-              if (!live.has(s.i)) live.set(s.i, { h: e.assertRule(entry.ants, entry.head), strength: s.strength });
+              if (!live.has(s.i)) live.set(s.i, { h: e.assertRule(entry.ants, entry.head, entry.context), strength: s.strength });
             } else {
-              const h = e.assert(entry.lit, s.strength);
+              const h = e.assert(entry.lit, s.strength, entry.context);
               const was = live.get(s.i);
               live.set(s.i, { h, strength: was?.strength === "monotonic" ? "monotonic" : s.strength });
             }
@@ -85,9 +93,9 @@ describe("row engine spike", () => {
             e.retract(was.h);
             live.delete(s.i);
           }
-          const premises: OraclePremise[] = [...live].map(([i, l]) => ({ sentence: sentenceOf(pool[i]!), context: "CxA", strength: l.strength }));
+          const premises: OraclePremise[] = [...live].map(([i, l]) => ({ sentence: sentenceOf(pool[i]!), context: pool[i]!.context, strength: l.strength }));
           const fix = evaluate(premises);
-          const want = new Map([...fix.stored.values()].filter((x) => !x.rule).map((x) => [x.text, x.believed ? x.strength : "out"] as const));
+          const want = new Map([...fix.stored.values()].filter((x) => !x.rule).map((x) => [`${x.ctx}|${x.text}`, x.believed ? x.strength : "out"] as const));
           expect(new Map([...e.stored()].sort()), JSON.stringify(steps)).toEqual(new Map([...want].sort()));
         }
       }),
@@ -102,7 +110,19 @@ describe("row engine spike, examples", () => {
     e.assert({ neg: true, atom: ["q", "One"] }, "default");
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] });
     e.assert({ neg: false, atom: ["p", "One"] }, "monotonic");
-    expect(e.stored().get("(not (q One))")).toBe("out");
-    expect(e.stored().get("(q One)")).toBe("monotonic");
+    expect(e.stored().get("CxA|(not (q One))")).toBe("out");
+    expect(e.stored().get("CxA|(q One)")).toBe("monotonic");
+  });
+
+  it("a link placed a conclusion: retracting the link takes the conclusion away", () => {
+    const e = new RowEngine();
+    e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] }, "CxA");
+    e.assert({ neg: false, atom: ["p", "One"] }, "default", "CxB");
+    expect(e.stored().has("CxB|(q One)")).toBe(false); // no context sees both CxA and CxB
+    const link = e.assert({ neg: false, atom: ["genlCx", "CxB", "CxA"] }, "default", "CxUniverse");
+    expect(e.stored().get("CxB|(q One)")).toBe("default"); // CxB sees CxA: the most general context that sees both
+    e.retract(link);
+    expect(e.stored().has("CxB|(q One)")).toBe(false);
+    expect(e.stored().has("CxUniverse|(genlCx CxB CxA)")).toBe(false);
   });
 });
