@@ -62,7 +62,11 @@ class Rel {
    * row in its context.
    */
   private atomSlots = new Int32Array(128).fill(-1);
+  /** Each slot's hash (a probe compares it before any column; a rehash reads no row). */
+  private atomHashes = new Int32Array(128);
   private atoms = 0;
+  /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
+  private lastHash = 0;
   atomNext = new Int32Array(this.cap);
   heads: Int32Array[] = [];
   next: Int32Array[] = [];
@@ -96,18 +100,26 @@ class Rel {
 
   /** The row holding t (its context in t[0]), or -1: the atom's rows in every context, walked for the context. */
   find(t: Int32Array): number {
-    const ctx = t[0]!;
+    return this.rowIn(this.atomSlot(t), t[0]!);
+  }
+
+  /** The row in context `ctx` among the atom's rows at slot `at` (from `atomSlot`), or -1. */
+  rowIn(at: number, ctx: number): number {
+    if (at < 0) return -1;
     const cols0 = this.cols[0]!;
-    for (let r = this.atomHead(t); r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
+    for (let r = this.atomSlots[at]!; r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
     return -1;
   }
 
   /** The atom slot of arguments t[1..], or -1 - (the free slot where they would go). */
-  private atomSlot(t: Int32Array): number {
+  atomSlot(t: Int32Array): number {
     const mask = this.atomSlots.length - 1;
-    for (let i = this.hash(t, 1) & mask; ; i = (i + 1) & mask) {
+    const h = this.hash(t, 1) | 0;
+    this.lastHash = h;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
       const r = this.atomSlots[i]!;
       if (r < 0) return -1 - i;
+      if (this.atomHashes[i] !== h) continue;
       let same = true;
       for (let p = 1; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
       if (same) return i;
@@ -128,11 +140,16 @@ class Rel {
     return out;
   }
 
-  /** Add tuple t (not held: `find` gave -1). */
-  add(t: Int32Array, handle: number): number {
+  /**
+   * Add tuple t (not held), `at` being its `atomSlot` (looked up by the caller for its `find`,
+   * and still valid: nothing was added between). The context column is not indexed: a join
+   * never binds it first (each antecedent's context is a variable of its own).
+   */
+  add(t: Int32Array, handle: number, at = this.atomSlot(t)): number {
     if (this.n === this.cap) this.grow();
     const r = this.n++;
-    for (let p = 0; p < this.arity; p++) {
+    this.cols[0]![r] = t[0]!;
+    for (let p = 1; p < this.arity; p++) {
       const v = t[p]!;
       this.cols[p]![r] = v;
       let head = this.heads[p]!;
@@ -150,14 +167,15 @@ class Rel {
       this.counts[p]![v]!++;
     }
     this.handle[r] = handle;
-    const at = this.atomSlot(t);
     if (at >= 0) {
       this.atomNext[r] = this.atomSlots[at]!;
       this.atomSlots[at] = r;
     } else {
       this.atomNext[r] = -1;
       this.atomSlots[-1 - at] = r;
+      this.atomHashes[-1 - at] = this.lastHash;
       if (++this.atoms * 2 > this.atomSlots.length) this.rehashAtoms();
+      // (a doubling rehash per power of two: about as many re-insertions as atoms in all)
     }
     return r;
   }
@@ -184,12 +202,17 @@ class Rel {
 
   private rehashAtoms(): void {
     const old = this.atomSlots;
-    this.atomSlots = new Int32Array(old.length * 2).fill(-1);
-    const t = new Int32Array(this.arity);
-    for (const head of old) {
-      if (head < 0) continue;
-      for (let p = 1; p < this.arity; p++) t[p] = this.cols[p]![head]!;
-      this.atomSlots[-1 - this.atomSlot(t)] = head;
+    const oldHashes = this.atomHashes;
+    const slots = (this.atomSlots = new Int32Array(old.length * 2).fill(-1));
+    const hashes = (this.atomHashes = new Int32Array(old.length * 2));
+    const mask = slots.length - 1;
+    for (let j = 0; j < old.length; j++) {
+      if (old[j]! < 0) continue;
+      const h = oldHashes[j]!;
+      let i = h & mask;
+      while (slots[i]! >= 0) i = (i + 1) & mask;
+      slots[i] = old[j]!;
+      hashes[i] = h;
     }
   }
 }
@@ -309,9 +332,9 @@ export class RowEngine {
     return at >= 0 ? at : this.newRow(rel, t);
   }
 
-  /** A new row for t (not held), not stored yet, with a new handle. */
-  private newRow(rel: Rel, t: Int32Array): number {
-    const r = rel.add(t, this.nextHandle);
+  /** A new row for t (not held; `at` its atom slot when known), not stored yet, with a new handle. */
+  private newRow(rel: Rel, t: Int32Array, at?: number): number {
+    const r = rel.add(t, this.nextHandle, at);
     this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
     return r;
   }
@@ -615,7 +638,9 @@ export class RowEngine {
     let best = Infinity;
     let free = false;
     const t = this.probe;
-    for (let p = 0; p < l.pat.length; p++) {
+    t[0] = this.slots[-1 - l.pat[0]!]!; // an antecedent's context is a variable of its own
+    if (t[0]! < 0) free = true;
+    for (let p = 1; p < l.pat.length; p++) {
       const q = l.pat[p]!;
       const v = q >= 0 ? q : this.slots[-1 - q]!;
       t[p] = v;
@@ -721,9 +746,10 @@ export class RowEngine {
       const lab = ar.label[(a - ar.no) / REL_SPAN]! as Label;
       if (lab < strength) strength = lab;
     }
-    let r = rel.find(t);
+    const at = rel.atomSlot(t);
+    let r = rel.rowIn(at, ctx);
     if (r < 0 || !rel.stored[r]) {
-      if (r < 0) r = this.newRow(rel, t);
+      if (r < 0) r = this.newRow(rel, t, at);
       rel.stored[r] = 1;
       rel.premise[r] = 0;
       rel.label[r] = OUT;
