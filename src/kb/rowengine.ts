@@ -246,8 +246,10 @@ const enum Mode {
   Conclude,
   /** Region closure: add the stored conclusion to the region. */
   Depend,
-  /** Support test: stop at the first firing (antecedents filtered by `minLabel` and `outside`). */
+  /** Support test: stop at the first firing (antecedents at least `minLabel`). */
   Test,
+  /** `why`: collect every firing (antecedents at least `minLabel`). */
+  Collect,
 }
 
 export class RowEngine {
@@ -289,6 +291,8 @@ export class RowEngine {
   private regionList: number[] = [];
   private queue: number[] = [];
   private widen: number[] = [];
+  /** The firings `why` collects. */
+  private collected: { rule: number; ants: string[] }[] = [];
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
 
@@ -686,7 +690,7 @@ export class RowEngine {
     const label = rel.label[row]!;
     if (this.mode === Mode.Conclude) {
       if (label === OUT) return;
-    } else if (this.mode === Mode.Test) {
+    } else if (this.mode === Mode.Test || this.mode === Mode.Collect) {
       if (label < this.minLabel) return;
     }
     const mark = this.trail.length;
@@ -717,6 +721,10 @@ export class RowEngine {
     const places = this.placement(rule);
     if (this.mode === Mode.Test) {
       if (places.includes(this.testCtx)) this.found = true;
+      return;
+    }
+    if (this.mode === Mode.Collect) {
+      if (places.includes(this.testCtx)) this.collected.push({ rule: rule.handle, ants: rule.lits.map((_, i) => this.textOf(this.ants[i]!)) });
       return;
     }
     const n = places.length;
@@ -779,6 +787,69 @@ export class RowEngine {
   }
 
   // ------------------------------------------------------------------ reads
+
+  /** A fact as `context|text`. */
+  private textOf(ref: number): string {
+    const rel = this.relOf(ref);
+    const r = (ref - rel.no) / REL_SPAN;
+    const parts = [rel.pred];
+    for (let p = 1; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
+    const atom = `(${parts.join(" ")})`;
+    return `${this.names[rel.cols[0]![r]!]}|${rel.neg ? `(not ${atom})` : atom}`;
+  }
+
+  /**
+   * Every firing over believed (IN) facts that concludes the stored fact: its rule's handle and
+   * its antecedents as `context|text`, in the rule's order. Found by joining each concluding
+   * rule's body with the head bound: no justification is stored.
+   */
+  why(lit: RowLiteral, context: string): { rule: number; ants: string[] }[] {
+    const rel = this.rels.get(`${lit.neg ? "~" : ""}${lit.atom[0]}/${lit.atom.length}`);
+    if (!rel) return [];
+    const t = this.t;
+    t[0] = this.ids.get(context) ?? -1;
+    for (let i = 1; i < lit.atom.length; i++) t[i] = this.ids.get(lit.atom[i]!) ?? -1;
+    if (t.subarray(0, lit.atom.length).some((v) => v < 0)) return [];
+    const r = rel.find(t);
+    if (r < 0 || !rel.stored[r]) return [];
+    this.mode = Mode.Collect;
+    this.minLabel = DEF;
+    this.testCtx = rel.cols[0]![r]!;
+    this.collected = [];
+    for (const rule of this.writers[rel.no]!) {
+      const mark = this.trail.length;
+      if (this.match(rule.head, rel, r, 1)) this.join(rule, 0, -1);
+      this.undo(mark);
+    }
+    this.mode = Mode.Conclude;
+    return this.collected;
+  }
+
+  /**
+   * The believed clashes `ctx` sees: a positive and a negative fact of one atom, both IN and
+   * both in contexts `ctx` sees; a conflict when both are monotonic, else a contradiction.
+   * Each as `kind: context|text|strength vs context|text|strength`, positive side first.
+   */
+  clashes(ctx: string): { contradictions: string[]; conflicts: string[] } {
+    const cone = this.topology.up(ctx);
+    const contradictions = new Set<string>();
+    const conflicts = new Set<string>();
+    const strength = (l: number) => (l === MONO ? "monotonic" : "default");
+    for (const rel of this.relList) {
+      const opp = rel.opp;
+      if (rel.neg || !opp) continue;
+      for (let r = 0; r < rel.n; r++) {
+        if (!rel.stored[r] || rel.label[r] === OUT || !cone.has(this.names[rel.cols[0]![r]!]!)) continue;
+        for (const o of opp.sameAtom(rel, r, this.opProbe)) {
+          if (!opp.stored[o] || opp.label[o] === OUT || !cone.has(this.names[opp.cols[0]![o]!]!)) continue;
+          const kind = rel.label[r] === MONO && opp.label[o] === MONO ? "conflict" : "contradiction";
+          const line = `${kind}: ${this.textOf(r * REL_SPAN + rel.no)}|${strength(rel.label[r]!)} vs ${this.textOf(o * REL_SPAN + opp.no)}|${strength(opp.label[o]!)}`;
+          (kind === "conflict" ? conflicts : contradictions).add(line);
+        }
+      }
+    }
+    return { contradictions: [...contradictions].sort(), conflicts: [...conflicts].sort() };
+  }
 
   /** Every stored fact as `context|text`, with its label. */
   stored(): Map<string, "out" | "default" | "monotonic"> {

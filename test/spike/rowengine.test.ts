@@ -3,12 +3,14 @@
  * oracle test draws them (facts of either polarity and strength in four contexts with CxCore
  * among them, rules with negative antecedents and conclusions, genlCx links): after every
  * assert and retract, what it stores where, and each stored fact's label (out, default,
- * monotonic), are exactly the oracle's.
+ * monotonic), are exactly the oracle's, `why` lists exactly the oracle's firings over IN for
+ * each stored fact, and every context sees exactly the oracle's contradictions and conflicts.
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { RowEngine, type RowLiteral, type RowStrength } from "../../src/kb/rowengine.js";
 import { evaluate, type OraclePremise } from "../kb/oracle/rules-oracle.js";
+import { parseTerm, printTerm } from "../../src/kb/term.js";
 
 const UNARY = ["p", "q", "r"] as const;
 const CONSTANTS = ["One", "Two"] as const;
@@ -77,11 +79,17 @@ describe("row engine spike", () => {
         const e = new RowEngine();
         /** Pool index -> its handle and strength while asserted. */
         const live = new Map<number, { h: number; strength: RowStrength }>();
+        /** Rule handle -> the oracle's key for it. */
+        const ruleKey = new Map<number, string>();
         for (const s of steps) {
           const entry = pool[s.i]!;
           if (s.kind === "assert") {
             if (entry.kind === "rule") {
-              if (!live.has(s.i)) live.set(s.i, { h: e.assertRule(entry.ants, entry.head, entry.context), strength: s.strength });
+              if (!live.has(s.i)) {
+                const h = e.assertRule(entry.ants, entry.head, entry.context);
+                live.set(s.i, { h, strength: s.strength });
+                ruleKey.set(h, `${entry.context}|${printTerm(parseTerm(sentenceOf(entry)))}`);
+              }
             } else {
               const h = e.assert(entry.lit, s.strength, entry.context);
               const was = live.get(s.i);
@@ -97,6 +105,19 @@ describe("row engine spike", () => {
           const fix = evaluate(premises);
           const want = new Map([...fix.stored.values()].filter((x) => !x.rule).map((x) => [`${x.ctx}|${x.text}`, x.believed ? x.strength : "out"] as const));
           expect(new Map([...e.stored()].sort()), JSON.stringify(steps)).toEqual(new Map([...want].sort()));
+          for (const x of fix.stored.values()) {
+            if (x.rule) continue;
+            const t = parseTerm(x.text);
+            const neg = typeof t !== "string" && t[0] === "not";
+            const atom = (neg ? (t as string[][])[1]! : t) as string[];
+            const firings = e.why({ neg, atom }, x.ctx).map((f) => `${ruleKey.get(f.rule)} <- ${f.ants.join(" & ")}`);
+            expect(firings.sort(), `why ${x.ctx}|${x.text}`).toEqual(x.firings.map((f) => `${f.rule} <- ${f.ants.join(" & ")}`).sort());
+          }
+          for (const c of FACT_CONTEXTS) {
+            const seen = e.clashes(c);
+            const sees = (xs: string[]) => xs.map((x) => `${c} sees ${x}`);
+            expect({ contradictions: sees(seen.contradictions), conflicts: sees(seen.conflicts) }, `clashes from ${c}`).toEqual(fix.clashes(c));
+          }
         }
       }),
       { numRuns: 5000 },
