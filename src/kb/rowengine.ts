@@ -33,6 +33,7 @@
  */
 
 import { Topology, UNIVERSE } from "./contexts.js";
+import { printTerm, type Term } from "./term.js";
 
 const OUT = 0;
 const DEF = 1;
@@ -217,11 +218,22 @@ class Rel {
   }
 }
 
-/** A literal compiled: its relation, and per position a constant id (>= 0) or a variable slot s as -1 - s. */
+/** A pattern position holding a list with variables inside (matched against the term, see `Lit.structs`). */
+const STRUCT = -(2 ** 30);
+
+/**
+ * A literal compiled: its relation, and per position a constant id (>= 0, a ground term), a
+ * variable slot s as -1 - s, or STRUCT: a list with variables inside, whose pattern is in
+ * `structs` (variables there as slot numbers).
+ */
 interface Lit {
   rel: Rel;
   pat: Int32Array;
+  structs: (SPat | undefined)[] | undefined;
 }
+
+/** A structure pattern: a constant term id, a slot number as `{ slot }`, or a list of patterns. */
+type SPat = number | { slot: number } | SPat[];
 
 interface Rule {
   handle: number;
@@ -234,8 +246,8 @@ interface Rule {
 
 export interface RowLiteral {
   neg: boolean;
-  /** Predicate then arguments; a variable is `?name`. */
-  atom: readonly string[];
+  /** Predicate then arguments (symbols or lists); a variable is `?name`. */
+  atom: readonly Term[];
 }
 
 export type RowStrength = "default" | "monotonic";
@@ -255,6 +267,8 @@ const enum Mode {
 export class RowEngine {
   private readonly ids = new Map<string, number>();
   private readonly names: string[] = [];
+  /** id -> the term (a name, or a parsed list). */
+  private readonly terms: Term[] = [];
   private readonly rels = new Map<string, Rel>();
   private readonly relList: Rel[] = [];
   private readonly rules = new Map<number, Rule>();
@@ -296,13 +310,19 @@ export class RowEngine {
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
 
-  private id(s: string): number {
+  /** The id of a name, or of a ground term by its canonical text (the engine's identity). */
+  private id(s: string, term?: Term): number {
     let i = this.ids.get(s);
     if (i === undefined) {
       this.ids.set(s, (i = this.names.length));
       this.names.push(s);
+      this.terms.push(term ?? s);
     }
     return i;
+  }
+
+  private termId(t: Term): number {
+    return typeof t === "string" ? this.id(t) : this.id(printTerm(t), t);
   }
 
   /** The relation of a polarity, predicate and argument count (its rows have one column more: the context). */
@@ -345,8 +365,16 @@ export class RowEngine {
 
   // ------------------------------------------------------------------ writes
 
+  private static isVar(t: Term): t is string {
+    return typeof t === "string" && t.startsWith("?");
+  }
+
+  private static ground(t: Term): boolean {
+    return typeof t === "string" ? !RowEngine.isVar(t) : t.every(RowEngine.ground);
+  }
+
   private isEdge(lit: RowLiteral): boolean {
-    return !lit.neg && lit.atom[0] === "genlCx" && lit.atom.length === 3;
+    return !lit.neg && lit.atom[0] === "genlCx" && lit.atom.length === 3 && typeof lit.atom[1] === "string" && typeof lit.atom[2] === "string";
   }
 
   /**
@@ -356,10 +384,10 @@ export class RowEngine {
    */
   assert(lit: RowLiteral, strength: RowStrength = "default", context = "CxA"): number {
     const edge = this.isEdge(lit);
-    const rel = this.rel(lit.neg, lit.atom[0]!, lit.atom.length - 1);
+    const rel = this.rel(lit.neg, lit.atom[0] as string, lit.atom.length - 1);
     const t = this.t;
     t[0] = this.id(edge ? UNIVERSE : context);
-    for (let i = 1; i < lit.atom.length; i++) t[i] = this.id(lit.atom[i]!);
+    for (let i = 1; i < lit.atom.length; i++) t[i] = this.termId(lit.atom[i]!);
     const r = this.rowOf(rel, t);
     const mark = strength === "monotonic" || edge ? MONO : DEF;
     if (!rel.stored[r] || rel.premise[r] < mark) {
@@ -368,7 +396,7 @@ export class RowEngine {
         rel.stored[r] = 1;
         rel.label[r] = OUT;
       }
-      if (edge && this.topology.addEdge(lit.atom[1]!, lit.atom[2]!, rel.handle[r]!)) this.settle(this.everything());
+      if (edge && this.topology.addEdge(lit.atom[1] as string, lit.atom[2] as string, rel.handle[r]!)) this.settle(this.everything());
       else this.settle([r * REL_SPAN + rel.no]);
     }
     return rel.handle[r]!;
@@ -392,10 +420,22 @@ export class RowEngine {
     };
     // Column 0 of an antecedent is a variable of its own (it matches in any context); the
     // head's is filled per placement context.
-    const compile = (l: RowLiteral, i: number): Lit => ({
-      rel: this.rel(l.neg, l.atom[0]!, l.atom.length - 1),
-      pat: Int32Array.from([i < 0 ? "" : `?ctx ${i}`, ...l.atom.slice(1)], (x, p) => (p === 0 && i < 0 ? 0 : x.startsWith("?") ? slot(x) : this.id(x))),
-    });
+    const spat = (x: Term): SPat => (RowEngine.isVar(x) ? { slot: -1 - slot(x) } : typeof x === "string" || RowEngine.ground(x) ? this.termId(x) : x.map(spat));
+    const compile = (l: RowLiteral, i: number): Lit => {
+      const args = l.atom.slice(1);
+      const pat = new Int32Array(args.length + 1);
+      let structs: (SPat | undefined)[] | undefined;
+      pat[0] = i < 0 ? 0 : slot(`?ctx ${i}`);
+      args.forEach((x, k) => {
+        if (RowEngine.isVar(x)) pat[k + 1] = slot(x);
+        else if (RowEngine.ground(x)) pat[k + 1] = this.termId(x);
+        else {
+          pat[k + 1] = STRUCT;
+          (structs ??= [])[k + 1] = spat(x);
+        }
+      });
+      return { rel: this.rel(l.neg, l.atom[0] as string, args.length), pat, structs };
+    };
     const lits = ants.map(compile);
     const h = this.nextHandle++;
     this.byHandle[h] = -1;
@@ -614,6 +654,8 @@ export class RowEngine {
       const q = pat[p]!;
       if (q >= 0) {
         if (q !== v) return false;
+      } else if (q === STRUCT) {
+        if (!this.matchStruct(l.structs![p]!, this.terms[v]!)) return false;
       } else {
         const s = -1 - q;
         const b = slots[s]!;
@@ -624,6 +666,32 @@ export class RowEngine {
       }
     }
     return true;
+  }
+
+  /** Match a structure pattern against a ground term, binding slots to the ids of its parts. */
+  private matchStruct(sp: SPat, t: Term): boolean {
+    if (typeof sp === "number") return this.termId(t) === sp;
+    if (!Array.isArray(sp)) {
+      const v = this.termId(t);
+      const s = (sp as { slot: number }).slot;
+      const b = this.slots[s]!;
+      if (b < 0) {
+        this.slots[s] = v;
+        this.trail.push(s);
+        return true;
+      }
+      return b === v;
+    }
+    if (typeof t === "string" || t.length !== sp.length) return false;
+    for (let i = 0; i < sp.length; i++) if (!this.matchStruct(sp[i]!, t[i]!)) return false;
+    return true;
+  }
+
+  /** The term a structure pattern denotes under the bindings (every slot bound). */
+  private buildStruct(sp: SPat): Term {
+    if (typeof sp === "number") return this.terms[sp]!;
+    if (!Array.isArray(sp)) return this.terms[this.slots[(sp as { slot: number }).slot]!]!;
+    return sp.map((x) => this.buildStruct(x));
   }
 
   private undo(mark: number): void {
@@ -646,7 +714,7 @@ export class RowEngine {
     if (t[0]! < 0) free = true;
     for (let p = 1; p < l.pat.length; p++) {
       const q = l.pat[p]!;
-      const v = q >= 0 ? q : this.slots[-1 - q]!;
+      const v = q >= 0 ? q : q === STRUCT ? -1 : this.slots[-1 - q]!;
       t[p] = v;
       if (v < 0) {
         free = true;
@@ -738,7 +806,7 @@ export class RowEngine {
     t[0] = ctx;
     for (let p = 1; p < h.pat.length; p++) {
       const q = h.pat[p]!;
-      t[p] = q >= 0 ? q : this.slots[-1 - q]!;
+      t[p] = q >= 0 ? q : q === STRUCT ? this.termId(this.buildStruct(h.structs![p]!)) : this.slots[-1 - q]!;
     }
     const rel = h.rel;
     if (this.mode === Mode.Depend) {
@@ -779,10 +847,10 @@ export class RowEngine {
         if (strength === MONO && label !== MONO) this.establish(rel, r, MONO);
       } else if (label === OUT && !this.defeated(rel, r)) this.establish(rel, r, DEF);
     } else if ((strength === MONO && label !== MONO) || (label === OUT && !this.defeated(rel, r))) {
-      // Every firing here uses an established region fact or a new rule, whose stored
-      // conclusions the region already holds (closure, conclusionsOf): in one context only a
-      // new conclusion's opposite can lie outside it, and fire() widens for that.
-      throw new Error(`invariant: a conclusion outside the region would move (relation ${rel.pred}, row ${r})`);
+      // A stored conclusion outside the region that this firing would move: a dependent of a
+      // fact this relabelling created (the closure could not see it), e.g. the opposite a new
+      // conclusion's own rule concludes. The region widens to it and the settle runs again.
+      this.widen.push(r * REL_SPAN + rel.no);
     }
   }
 
@@ -807,8 +875,9 @@ export class RowEngine {
     const rel = this.rels.get(`${lit.neg ? "~" : ""}${lit.atom[0]}/${lit.atom.length}`);
     if (!rel) return [];
     const t = this.t;
+    const known = (x: Term) => this.ids.get(typeof x === "string" ? x : printTerm(x)) ?? -1;
     t[0] = this.ids.get(context) ?? -1;
-    for (let i = 1; i < lit.atom.length; i++) t[i] = this.ids.get(lit.atom[i]!) ?? -1;
+    for (let i = 1; i < lit.atom.length; i++) t[i] = known(lit.atom[i]!);
     if (t.subarray(0, lit.atom.length).some((v) => v < 0)) return [];
     const r = rel.find(t);
     if (r < 0 || !rel.stored[r]) return [];

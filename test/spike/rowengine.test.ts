@@ -135,6 +135,27 @@ describe("row engine spike, examples", () => {
     expect(e.stored().get("CxA|(q One)")).toBe("monotonic");
   });
 
+  it("a conclusion outside the region that a fact new in this write moves widens the region (a new fact's rule concludes its stored opposite)", () => {
+    // Found by the property after 24 791 programs: with an invariant in place of the widening,
+    // the monotonic (r One) this write creates concludes (not (r One)), stored outside the region.
+    const e = new RowEngine();
+    e.assert({ neg: true, atom: ["r", "One"] }, "default");
+    e.assertRule([{ neg: false, atom: ["r", "?x"] }], { neg: true, atom: ["r", "?x"] });
+    e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["r", "?x"] });
+    e.assert({ neg: false, atom: ["p", "One"] }, "monotonic");
+    expect(e.stored().get("CxA|(r One)")).toBe("monotonic");
+    expect(e.stored().get("CxA|(not (r One))")).toBe("monotonic"); // a conflict: both monotonic
+  });
+
+  it("a stored fact outside the region that a fact new in this write would raise joins the region", () => {
+    const e = new RowEngine();
+    e.assert({ neg: false, atom: ["s", "One"] }, "default");
+    e.assertRule([{ neg: false, atom: ["q", "?x"] }], { neg: false, atom: ["s", "?x"] });
+    e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] });
+    e.assert({ neg: false, atom: ["p", "One"] }, "monotonic"); // (q One) is new: (s One) was no dependent of the seed
+    expect(e.stored().get("CxA|(s One)")).toBe("monotonic");
+  });
+
   it("a link placed a conclusion: retracting the link takes the conclusion away", () => {
     const e = new RowEngine();
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] }, "CxA");
