@@ -400,7 +400,7 @@ class Rows {
  * The closure held as a truth-maintaining engine could hold it without a node per derived
  * fact: interned integer rows (`Rows`) with the bookkeeping such an engine keeps for each
  * derived fact (a handle and its entry in a handle table, depth, label, one justification,
- * the write's list of added handles, a hash identity and an argument index), the two rules'
+ * the write's list of added handles, a hash identity and an index on every argument position), the two rules'
  * joins written out as the plain closure's are. `load` interns the names and stores the
  * edges as rows (untimed, as the engine's edges are stored untimed); `derive` indexes and
  * joins. Not an engine: what that representation costs per derived fact, against the plain
@@ -411,8 +411,12 @@ export class BulkRowsClosure implements Closure {
   private names: string[] = [];
   edge = new Rows(2, 0);
   reach = new Rows(2, 2);
-  /** handle -> row; the relation is told apart by the handle's range here (edges first). */
-  private rowOf: Int32Array = new Int32Array(0);
+  /**
+   * handle -> row, a dense array as the engine's handle table is (handles are minted in order,
+   * so entry h is pushed when h is); the relation is told apart by the handle's range here
+   * (edges first).
+   */
+  private rowOf: number[] = [0];
   private handles = 1;
   /** The handles the last `derive` added, in order (what a write's feed event lists). */
   added: number[] = [];
@@ -428,34 +432,28 @@ export class BulkRowsClosure implements Closure {
 
   async load(edges: Edge[]) {
     const t = new Int32Array(2);
-    this.rowOf = new Int32Array(edges.length + 1);
     for (const [a, b] of edges) {
       t[0] = this.id(`N${a}`);
       t[1] = this.id(`N${b}`);
       const at = this.edge.find(t);
-      if (at < 0) this.rowOf[this.handles] = this.edge.add(t, at, this.handles++, 0, 0, []);
+      if (at < 0) this.rowOf.push(this.edge.add(t, at, this.handles++, 0, 0, []));
     }
   }
 
   async derive() {
     const { edge, reach } = this;
     const ids = this.ids.size;
-    edge.indexOn(1, ids); // rule 2 joins a new reach(y, z) with edge(?x, y)
-    reach.indexOn(0, ids); // and a new edge(x, y) with reach(y, ?z) (no edge arrives in this run)
+    // Every argument position indexed, as the engine's index does (a query may bind either):
+    // rule 2 joins a new reach(y, z) with edge(?x, y), and a new edge(x, y) with reach(y, ?z).
+    for (const rows of [edge, reach]) for (let p = 0; p < rows.arity; p++) rows.indexOn(p, ids);
     const t = new Int32Array(2);
     const added: number[] = [];
     const queue: number[] = [];
-    let rowOf = new Int32Array(Math.max(1_024, this.rowOf.length * 2));
-    rowOf.set(this.rowOf);
+    const rowOf = this.rowOf;
     const conclude = (free: number, depth: number, rule: number, ants: number[]) => {
       const h = this.handles++;
       const r = reach.add(t, free, h, depth, rule, ants);
-      if (h >= rowOf.length) {
-        const wider = new Int32Array(rowOf.length * 2);
-        wider.set(rowOf);
-        rowOf = wider;
-      }
-      rowOf[h] = r;
+      rowOf.push(r);
       added.push(h);
       queue.push(r);
     };
@@ -482,7 +480,6 @@ export class BulkRowsClosure implements Closure {
         if (at < 0) conclude(at, depth, 2, [edge.handle[e]!, reach.handle[rr]!]);
       }
     }
-    this.rowOf = rowOf;
     this.added = added;
   }
 
@@ -518,7 +515,7 @@ export class BulkRowsClosure implements Closure {
   async close() {
     this.edge = new Rows(2, 0);
     this.reach = new Rows(2, 2);
-    this.rowOf = new Int32Array(0);
+    this.rowOf = [0];
     this.added = [];
   }
 }

@@ -10,7 +10,7 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { Readable } from "node:stream";
-import { SemiNaiveClosure, EngineClosure, IndexOnlyClosure, BulkRowsClosure, DurableFloor, chain, tree, type Edge } from "../../bench/closure.js";
+import { SemiNaiveClosure, EngineClosure, IndexOnlyClosure, BulkRowsClosure, DurableFloor, chain, tree, type Closure, type Edge } from "../../bench/closure.js";
 import { delivered } from "../../bench/delivery.js";
 import { closedLoop } from "../../bench/lib.js";
 import { readSse, markersOf, markedSentence } from "../../bench/sse.js";
@@ -34,21 +34,22 @@ function bfsPairs(edges: Edge[]): Set<string> {
   return pairs;
 }
 
+/** `c` with `edges` stored and the closure derived. */
+async function derived<C extends Closure>(c: C, edges: Edge[]): Promise<C> {
+  await c.load(edges);
+  await c.derive();
+  return c;
+}
+
 const edgeLists = fc.array(fc.tuple(fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: 9 })), { maxLength: 25 });
 
 describe("rules bench baselines", () => {
   it("the plain semi-naive closure counts exactly the reach pairs of a breadth-first search, the engine derives as many, and the index-only system holds exactly those pairs", async () => {
     await fc.assert(
       fc.asyncProperty(edgeLists, async (edges) => {
-        const plain = new SemiNaiveClosure();
-        await plain.load(edges);
-        await plain.derive();
-        const engine = new EngineClosure();
-        await engine.load(edges);
-        await engine.derive();
-        const index = new IndexOnlyClosure();
-        await index.load(edges);
-        await index.derive();
+        const plain = await derived(new SemiNaiveClosure(), edges);
+        const engine = await derived(new EngineClosure(), edges);
+        const index = await derived(new IndexOnlyClosure(), edges);
         const pairs = bfsPairs(edges);
         expect(plain.count()).toBe(pairs.size);
         expect(engine.count()).toBe(plain.count());
@@ -74,9 +75,7 @@ describe("the bulk-row baseline", () => {
   it("holds exactly the reach pairs of a breadth-first search, each once, each justified by a firing over facts it holds, and lists each added handle once", async () => {
     await fc.assert(
       fc.asyncProperty(edgeLists, async (edges) => {
-        const rows = new BulkRowsClosure();
-        await rows.load(edges);
-        await rows.derive();
+        const rows = await derived(new BulkRowsClosure(), edges);
         const facts = rows.facts();
         const pairs = bfsPairs(edges);
         expect(facts.length).toBe(pairs.size);
@@ -91,9 +90,7 @@ describe("the bulk-row baseline", () => {
 
   it("keeps every row through its columns' growth and its hash table's rehashing (graphs of thousands of facts)", async () => {
     for (const edges of [chain(200), tree(3_000)]) {
-      const rows = new BulkRowsClosure();
-      await rows.load(edges);
-      await rows.derive();
+      const rows = await derived(new BulkRowsClosure(), edges);
       const facts = rows.facts();
       expect(new Set(facts.map((f) => f.pair))).toEqual(bfsPairs(edges));
       expect(facts.length).toBeGreaterThan(10_000); // past the first column capacity (1 024) and hash size (2 048) several times

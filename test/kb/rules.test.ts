@@ -308,6 +308,18 @@ describe("strength through rules", () => {
     expect(kb.why(handleOf(kb, "(c One)", "CxS")!).strength).toBe("monotonic");
   });
 
+  it("a stored sentex a conclusion new in the same write makes stronger is relabelled with it (the settling region widens to it)", async () => {
+    // (s One) is no dependent of (p One) when the write starts: (q One) does not exist yet.
+    // The write creates (q One), whose rule concludes the stored (s One) at monotonic strength.
+    const kb = await freshKb();
+    await kb.assert("(s One)", "CxS");
+    await kb.assert("(implies (q ?x) (s ?x))", "CxS");
+    await kb.assert("(implies (p ?x) (q ?x))", "CxS");
+    expect(kb.match("(s One)", "CxS")[0]!.strength).toBe("default");
+    await kb.assert("(p One)", "CxS", { strength: "monotonic" });
+    expect(kb.match("(s One)", "CxS")[0]!.strength).toBe("monotonic");
+  });
+
   it("a monotonic derived conclusion defeats a default assertion, which revives when the derivation goes", async () => {
     const kb = await freshKb();
     const events = recordEvents(kb);
