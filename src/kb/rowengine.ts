@@ -33,7 +33,9 @@
  */
 
 import { Topology, UNIVERSE } from "./contexts.js";
-import { printTerm, type Term } from "./term.js";
+import { printTerm, type List, type Term } from "./term.js";
+import type { CompiledRule } from "./compiled.js";
+import type { Bounded, PreparedAdd, RemovalReason } from "./engine.js";
 
 const OUT = 0;
 const DEF = 1;
@@ -57,6 +59,15 @@ class Rel {
   pending = new Uint8Array(this.cap);
   /** Whether the row was created in the current settle (its support is all in `pending`). */
   fresh = new Uint8Array(this.cap);
+  /** Derivation depth: 0 for a premise, else the least 1 + deepest antecedent over the firings seen. */
+  depth = new Int32Array(this.cap);
+  /** The write that last recorded `before`, and the label before it (-1: that write stored the row). */
+  writeNo = new Int32Array(this.cap);
+  before = new Int8Array(this.cap);
+  /** Who asserted it (a name id, -1 for none), when (epoch ms, 0 for a conclusion), and the write that stored it. */
+  creator = new Int32Array(this.cap);
+  createdAt = new Float64Array(this.cap);
+  seq = new Float64Array(this.cap);
   /**
    * Identity: an open-addressing hash over the argument columns (1 on) to the last row with
    * that atom, and per row the previous one in any context (-1: none); a fact is its atom's
@@ -183,7 +194,7 @@ class Rel {
 
   private grow(): void {
     const cap = this.cap * 2;
-    const wider = <A extends Int32Array | Uint8Array>(a: A): A => {
+    const wider = <A extends Int32Array | Uint8Array | Int8Array | Float64Array>(a: A): A => {
       const b = new (a.constructor as new (n: number) => A)(cap);
       b.set(a);
       return b;
@@ -197,6 +208,12 @@ class Rel {
     this.region = wider(this.region);
     this.pending = wider(this.pending);
     this.fresh = wider(this.fresh);
+    this.depth = wider(this.depth);
+    this.writeNo = wider(this.writeNo);
+    this.before = wider(this.before);
+    this.creator = wider(this.creator);
+    this.createdAt = wider(this.createdAt);
+    this.seq = wider(this.seq);
     this.atomNext = wider(this.atomNext);
     this.cap = cap;
   }
@@ -239,6 +256,14 @@ interface Rule {
   handle: number;
   /** The context the rule is stored in (a source of every firing's placement). */
   ctx: number;
+  /** Its identity, `context|text`. */
+  key: string;
+  mark: 1 | 2;
+  creator: string | null;
+  createdAt: number;
+  seq: number;
+  /** The write that stored it. */
+  writeNo: number;
   lits: Lit[];
   head: Lit;
   slots: number;
@@ -251,6 +276,39 @@ export interface RowLiteral {
 }
 
 export type RowStrength = "default" | "monotonic";
+
+/** An add as the engine's checks prepared it (main's `PreparedAdd`). */
+export type RowAdd = Pick<PreparedAdd, "ctx" | "neg" | "atom" | "text" | "rule" | "mark" | "creator">;
+
+export interface RowLimits {
+  maxDerivations: number;
+  maxDepth: number;
+}
+
+/** A stored sentex's state, as a read of the engine sees it. */
+export interface RowState {
+  h: number;
+  label: Label;
+  premise: 0 | 1 | 2;
+  creator: string | null;
+  createdAt: number;
+  seq: number;
+  depth: number;
+}
+
+/** A write's outcome as main's `WriteOutcome`, by handle. */
+export interface RowOutcome {
+  seq: number | undefined;
+  addedHandles: number[];
+  createdFlags: boolean[];
+  removedHandles: number[];
+  created: number[];
+  updated: number[];
+  deleted: { h: number; reason: RemovalReason }[];
+  beliefAdded: number[];
+  beliefRemoved: { h: number; reason: RemovalReason }[];
+  bounded: Bounded | undefined;
+}
 
 /** What a firing does with its conclusion in the current phase. */
 const enum Mode {
@@ -309,6 +367,32 @@ export class RowEngine {
   private collected: { rule: number; ants: string[] }[] = [];
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
+  private readonly ruleByKey = new Map<string, Rule>();
+  /** Every rule handle ever minted -> its `context|text`. */
+  private readonly ruleKeys = new Map<number, string>();
+  headSeq = 0;
+  readonly limits: RowLimits;
+  private readonly now: () => number;
+
+  // Per-write state.
+  private writeNo = 0;
+  private writeSeq = 0;
+  private writeAt: number | undefined;
+  /** Rows whose label this write may move, each with its label before the write in `before`. */
+  private touched: number[] = [];
+  /** Rows stored new by this write (a rule as minus its handle). */
+  private created: number[] = [];
+  private updated = new Set<number>();
+  private deletedRecs: { h: number; before: number; reason: RemovalReason }[] = [];
+  private removalReason = new Map<number, RemovalReason>();
+  private derivations = 0;
+  private bounded: Bounded | undefined;
+  private topologyChanged = false;
+
+  constructor(opts: { limits?: Partial<RowLimits>; now?: () => number } = {}) {
+    this.limits = { maxDerivations: 2_000_000, maxDepth: 10_000, ...opts.limits };
+    this.now = opts.now ?? Date.now;
+  }
 
   /** The id of a name, or of a ground term by its canonical text (the engine's identity). */
   private id(s: string, term?: Term): number {
@@ -373,45 +457,103 @@ export class RowEngine {
     return typeof t === "string" ? !RowEngine.isVar(t) : t.every(RowEngine.ground);
   }
 
-  private isEdge(lit: RowLiteral): boolean {
-    return !lit.neg && lit.atom[0] === "genlCx" && lit.atom.length === 3 && typeof lit.atom[1] === "string" && typeof lit.atom[2] === "string";
-  }
-
   /**
-   * Assert a fact in a context; its handle. A re-assert may upgrade a default premise to
-   * monotonic. `(genlCx A B)` is a link: stored in CxUniverse, monotonic, and every stored
-   * fact resettles (placement and visibility move everywhere).
+   * Apply a checked batch as one write (main's `Engine.apply`): the adds, then the removes,
+   * settled together. A fact's add stores it or raises its premise mark; a rule's add stores
+   * it once per context and text. A remove clears a premise mark (a fact still derived stays,
+   * as a conclusion) or takes a rule away. `(genlCx A B)` is a link: every stored fact
+   * resettles. The outcome names handles; a row that leaves the store and comes back gets a
+   * new handle, as a new sentex does.
    */
-  assert(lit: RowLiteral, strength: RowStrength = "default", context = "CxA"): number {
-    const edge = this.isEdge(lit);
-    const rel = this.rel(lit.neg, lit.atom[0] as string, lit.atom.length - 1);
-    const t = this.t;
-    t[0] = this.id(edge ? UNIVERSE : context);
-    for (let i = 1; i < lit.atom.length; i++) t[i] = this.termId(lit.atom[i]!);
-    const r = this.rowOf(rel, t);
-    const mark = strength === "monotonic" || edge ? MONO : DEF;
-    if (!rel.stored[r] || rel.premise[r] < mark) {
-      rel.premise[r] = Math.max(rel.premise[r]!, mark);
-      if (!rel.stored[r]) {
-        rel.stored[r] = 1;
-        rel.label[r] = OUT;
-      }
-      if (edge && this.topology.addEdge(lit.atom[1] as string, lit.atom[2] as string, rel.handle[r]!)) this.settle(this.everything());
-      else this.settle([r * REL_SPAN + rel.no]);
+  write(adds: readonly RowAdd[], removes: readonly number[], seq: number): RowOutcome {
+    this.beginWrite(seq);
+    const seeds: number[] = [];
+    const addedHandles: number[] = [];
+    const createdFlags: boolean[] = [];
+    for (const a of adds) {
+      const [h, created] = a.rule ? this.addRule(a, seeds) : this.addFact(a, seeds);
+      addedHandles.push(h);
+      createdFlags.push(created);
     }
-    return rel.handle[r]!;
+    for (const h of removes) this.remove(h, "retracted", seeds);
+    this.settle(this.topologyChanged ? this.everything() : seeds);
+    return this.endWrite(addedHandles, createdFlags);
   }
 
-  /** Every stored fact. */
-  private everything(): number[] {
-    this.places.clear();
-    const out: number[] = [];
-    for (const rel of this.relList) for (let r = 0; r < rel.n; r++) if (rel.stored[r]) out.push(r * REL_SPAN + rel.no);
-    return out;
+  private addFact(a: RowAdd, seeds: number[]): [number, boolean] {
+    const rel = this.rel(a.neg, a.atom[0] as string, a.atom.length - 1);
+    const t = this.t;
+    t[0] = this.id(a.ctx);
+    for (let i = 1; i < a.atom.length; i++) t[i] = this.termId(a.atom[i]!);
+    const at = rel.atomSlot(t);
+    let r = rel.rowIn(at, t[0]!);
+    if (r >= 0 && rel.stored[r]) {
+      if (rel.premise[r]! < a.mark) {
+        if (rel.premise[r] === 0 && rel.creator[r] === -1) {
+          rel.creator[r] = a.creator === null ? -1 : this.id(a.creator);
+          rel.createdAt[r] = this.writeTime();
+        }
+        rel.premise[r] = a.mark;
+        this.updated.add(rel.handle[r]!);
+        seeds.push(r * REL_SPAN + rel.no);
+      }
+      return [rel.handle[r]!, false];
+    }
+    r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
+    this.storeNew(rel, r, a.mark, a.creator === null ? -1 : this.id(a.creator), this.writeTime());
+    if (!a.neg && a.atom[0] === "genlCx" && a.atom.length === 3) {
+      rel.label[r] = MONO; // the topology is read during this very settle
+      if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, rel.handle[r]!)) this.topologyChanged = true;
+    }
+    seeds.push(r * REL_SPAN + rel.no);
+    return [rel.handle[r]!, true];
   }
 
-  /** Assert a rule in a context; its handle. */
-  assertRule(ants: readonly RowLiteral[], head: RowLiteral, context = "CxA"): number {
+  /** Store row r, new in this write: its marks, its provenance, and its place in the write's outcome. */
+  private storeNew(rel: Rel, r: number, mark: 0 | 1 | 2, creator: number, createdAt: number): void {
+    rel.stored[r] = 1;
+    rel.premise[r] = mark;
+    rel.label[r] = OUT;
+    rel.pending[r] = OUT;
+    rel.depth[r] = 0;
+    rel.creator[r] = creator;
+    rel.createdAt[r] = createdAt;
+    rel.seq[r] = this.writeSeq;
+    const ref = r * REL_SPAN + rel.no;
+    if (rel.writeNo[r] !== this.writeNo) {
+      rel.writeNo[r] = this.writeNo;
+      this.touched.push(ref);
+    }
+    rel.before[r] = -1;
+    this.created.push(ref);
+  }
+
+  /** A row that left the store comes back as a new sentex: a new handle (the old one stays retired). */
+  private reviveRow(rel: Rel, r: number): number {
+    rel.handle[r] = this.nextHandle;
+    this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
+    return r;
+  }
+
+  private addRule(a: RowAdd, seeds: number[]): [number, boolean] {
+    const key = `${a.ctx}|${a.text}`;
+    const known = this.ruleByKey.get(key);
+    if (known) {
+      if (known.mark < a.mark) {
+        known.mark = a.mark as 1 | 2;
+        this.updated.add(known.handle);
+      }
+      return [known.handle, false];
+    }
+    const rule = this.compileRule(a.rule!, a.ctx, key, a.mark as 1 | 2, a.creator);
+    // Its stored conclusions may move: they seed the region; the rule fires fully in pass 1.
+    this.newRules.push(rule);
+    for (const c of this.conclusionsOf(rule)) seeds.push(c);
+    this.created.push(-rule.handle);
+    return [rule.handle, true];
+  }
+
+  private compileRule(cr: CompiledRule, context: string, key: string, mark: 1 | 2, creator: string | null): Rule {
     const vars = new Map<string, number>();
     const slot = (x: string) => {
       let s = vars.get(x);
@@ -421,7 +563,7 @@ export class RowEngine {
     // Column 0 of an antecedent is a variable of its own (it matches in any context); the
     // head's is filled per placement context.
     const spat = (x: Term): SPat => (RowEngine.isVar(x) ? { slot: -1 - slot(x) } : typeof x === "string" || RowEngine.ground(x) ? this.termId(x) : x.map(spat));
-    const compile = (l: RowLiteral, i: number): Lit => {
+    const compile = (l: { neg: boolean; atom: List }, i: number): Lit => {
       const args = l.atom.slice(1);
       const pat = new Int32Array(args.length + 1);
       let structs: (SPat | undefined)[] | undefined;
@@ -436,43 +578,63 @@ export class RowEngine {
       });
       return { rel: this.rel(l.neg, l.atom[0] as string, args.length), pat, structs };
     };
-    const lits = ants.map(compile);
+    const lits = cr.antecedents.map(compile);
     const h = this.nextHandle++;
     this.byHandle[h] = -1;
-    const rule: Rule = { handle: h, ctx: this.id(context), lits, head: compile(head, -1), slots: vars.size };
+    const rule: Rule = {
+      handle: h,
+      ctx: this.id(context),
+      key,
+      mark,
+      creator,
+      createdAt: this.writeTime(),
+      seq: this.writeSeq,
+      writeNo: this.writeNo,
+      lits,
+      head: compile(cr.consequent, -1),
+      slots: vars.size,
+    };
     if (rule.slots > this.slots.length) this.slots = new Int32Array(rule.slots).fill(-1);
     this.rules.set(h, rule);
+    this.ruleByKey.set(key, rule);
+    this.ruleKeys.set(h, key);
     lits.forEach((l, i) => this.readers[l.rel.no]!.push({ rule, i }));
     this.writers[rule.head.rel.no]!.push(rule);
-    // Its stored conclusions may move: they seed the region; the rule fires fully in pass 1.
-    this.newRules = [rule];
-    this.settle(this.conclusionsOf(rule));
-    return h;
+    return rule;
   }
 
-  /** Retract a premise or a rule by handle (a fact that is also derived stays, as a conclusion). */
-  retract(h: number): void {
+  /** Clear a premise mark, or take a rule away, seeding what that can move. */
+  private remove(h: number, reason: RemovalReason, seeds: number[]): void {
     const ref = this.byHandle[h];
     if (ref === undefined) return;
     if (ref < 0) {
       const rule = this.rules.get(h);
       if (!rule) return;
-      const seeds = this.conclusionsOf(rule);
+      for (const c of this.conclusionsOf(rule)) seeds.push(c);
       this.rules.delete(h);
+      this.ruleByKey.delete(rule.key);
+      this.newRules = this.newRules.filter((x) => x !== rule);
       for (const l of rule.lits) this.readers[l.rel.no] = this.readers[l.rel.no]!.filter((x) => x.rule !== rule);
       this.writers[rule.head.rel.no] = this.writers[rule.head.rel.no]!.filter((x) => x !== rule);
-      this.settle(seeds);
+      if (rule.writeNo !== this.writeNo) this.deletedRecs.push({ h, before: MONO, reason });
       return;
     }
     const rel = this.relOf(ref);
     const r = (ref - rel.no) / REL_SPAN;
-    if (!rel.stored[r] || !rel.premise[r]) return;
+    if (rel.handle[r] !== h || !rel.stored[r] || !rel.premise[r]) return;
     rel.premise[r] = 0;
-    if (!rel.neg && rel.pred === "genlCx" && rel.arity === 3 && this.topology.removeEdge(this.names[rel.cols[1]![r]!]!, this.names[rel.cols[2]![r]!]!)) {
-      this.settle(this.everything());
-      return;
-    }
-    this.settle([ref]);
+    this.updated.add(h);
+    if (!this.removalReason.has(h)) this.removalReason.set(h, reason);
+    if (!rel.neg && rel.pred === "genlCx" && rel.arity === 3 && this.topology.removeEdge(this.names[rel.cols[1]![r]!]!, this.names[rel.cols[2]![r]!]!)) this.topologyChanged = true;
+    seeds.push(ref);
+  }
+
+  /** Every stored fact (a link's change resettles them all). */
+  private everything(): number[] {
+    this.places.clear();
+    const out: number[] = [];
+    for (const rel of this.relList) for (let r = 0; r < rel.n; r++) if (rel.stored[r]) out.push(r * REL_SPAN + rel.no);
+    return out;
   }
 
   /** The stored conclusions of every firing of `rule` over stored facts. */
@@ -483,6 +645,137 @@ export class RowEngine {
     this.minLabel = OUT;
     this.join(rule, 0, -1);
     return this.regionList;
+  }
+
+  private beginWrite(seq: number): void {
+    this.writeNo++;
+    this.writeSeq = seq;
+    this.writeAt = undefined;
+    this.touched = [];
+    this.created = [];
+    this.updated = new Set();
+    this.deletedRecs = [];
+    this.removalReason = new Map();
+    this.derivations = 0;
+    this.bounded = undefined;
+    this.topologyChanged = false;
+  }
+
+  /** The write's time, read from the clock once per write. */
+  private writeTime(): number {
+    return (this.writeAt ??= this.now());
+  }
+
+  /** Row r's label before this write is about to move it (recorded once per write). */
+  private touch(rel: Rel, r: number): void {
+    if (rel.writeNo[r] === this.writeNo) return;
+    rel.writeNo[r] = this.writeNo;
+    rel.before[r] = rel.label[r] as Label;
+    this.touched.push(r * REL_SPAN + rel.no);
+  }
+
+  /** Row r leaves the store: its handle, label before the write and reason go to the outcome. */
+  private unstore(rel: Rel, r: number): void {
+    rel.stored[r] = 0;
+    const h = rel.handle[r]!;
+    this.deletedRecs.push({ h, before: rel.before[r]!, reason: this.removalReason.get(h) ?? "unsupported" });
+  }
+
+  private endWrite(addedHandles: number[], createdFlags: boolean[]): RowOutcome {
+    const beliefAdded: number[] = [];
+    const beliefRemoved: { h: number; reason: RemovalReason }[] = [];
+    const deleted: { h: number; reason: RemovalReason }[] = [];
+    const isNew = new Set<number>();
+    for (const ref of this.touched) {
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (!rel.stored[r]) continue; // its deletion is in deletedRecs
+      const before = rel.before[r]!;
+      if (before === -1) isNew.add(rel.handle[r]!);
+      const wasIn = before > 0;
+      const isIn = rel.label[r]! > 0;
+      if (!wasIn && isIn) beliefAdded.push(rel.handle[r]!);
+      else if (wasIn && !isIn) beliefRemoved.push({ h: rel.handle[r]!, reason: "defeated" });
+    }
+    for (const d of this.deletedRecs) {
+      if (d.before === -1) continue; // stored and gone within this write
+      deleted.push({ h: d.h, reason: d.reason });
+      if (d.before > 0) beliefRemoved.push({ h: d.h, reason: d.reason });
+    }
+    const created: number[] = [];
+    const seen = new Set<number>();
+    for (const ref of this.created) {
+      let h: number;
+      if (ref < 0) {
+        h = -ref;
+        if (!this.rules.has(h)) continue;
+        beliefAdded.push(h);
+        isNew.add(h);
+      } else {
+        const rel = this.relOf(ref);
+        const r = (ref - rel.no) / REL_SPAN;
+        if (!rel.stored[r]) continue;
+        h = rel.handle[r]!;
+      }
+      if (!seen.has(h)) created.push(h);
+      seen.add(h);
+    }
+    const updated = [...this.updated].filter((h) => this.live(h) && !isNew.has(h));
+    beliefAdded.sort((a, b) => a - b);
+    beliefRemoved.sort((a, b) => a.h - b.h);
+    const changed = created.length + updated.length + deleted.length + beliefAdded.length + beliefRemoved.length > 0;
+    if (changed) this.headSeq = this.writeSeq;
+    return {
+      seq: changed ? this.writeSeq : undefined,
+      addedHandles,
+      createdFlags,
+      removedHandles: deleted.map((d) => d.h).sort((a, b) => a - b),
+      created,
+      updated,
+      deleted,
+      beliefAdded,
+      beliefRemoved,
+      bounded: this.bounded,
+    };
+  }
+
+  /** Whether handle h names a stored sentex (a fact row still holding it, or a rule). */
+  live(h: number): boolean {
+    const ref = this.byHandle[h];
+    if (ref === undefined) return false;
+    if (ref < 0) return this.rules.has(h);
+    const rel = this.relOf(ref);
+    const r = (ref - rel.no) / REL_SPAN;
+    return rel.handle[r] === h && rel.stored[r] === 1;
+  }
+
+  // The single-sentence writes the spike's first tests use.
+
+  private parse(lit: RowLiteral): { neg: boolean; atom: List } {
+    return { neg: lit.neg, atom: lit.atom as List };
+  }
+
+  /** Assert a fact in a context; its handle. A re-assert may upgrade a default premise to monotonic. */
+  assert(lit: RowLiteral, strength: RowStrength = "default", context = "CxA"): number {
+    const { neg, atom } = this.parse(lit);
+    const edge = !neg && atom[0] === "genlCx" && atom.length === 3;
+    const text = neg ? `(not ${printTerm(atom)})` : printTerm(atom);
+    const mark = strength === "monotonic" || edge ? 2 : 1;
+    return this.write([{ ctx: edge ? UNIVERSE : context, neg, atom, text, rule: null, mark, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
+  }
+
+  /** Assert a rule in a context; its handle. */
+  assertRule(ants: readonly RowLiteral[], head: RowLiteral, context = "CxA"): number {
+    const lit = (l: RowLiteral) => this.parse(l);
+    const text = (l: RowLiteral) => (l.neg ? `(not ${printTerm(l.atom as List)})` : printTerm(l.atom as List));
+    const sentence = `(implies ${ants.length === 1 ? text(ants[0]!) : `(and ${ants.map(text).join(" ")})`} ${text(head)})`;
+    const rule = { antecedents: ants.map(lit), consequent: lit(head) } as unknown as CompiledRule;
+    return this.write([{ ctx: context, neg: false, atom: [] as unknown as List, text: sentence, rule, mark: 2, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
+  }
+
+  /** Retract a premise or a rule by handle (a fact that is also derived stays, as a conclusion). */
+  retract(h: number): void {
+    this.write([], [h], this.headSeq + 1);
   }
 
   // ------------------------------------------------------------------ settle
@@ -536,6 +829,7 @@ export class RowEngine {
     for (const ref of list) {
       const rel = this.relOf(ref);
       const r = (ref - rel.no) / REL_SPAN;
+      this.touch(rel, r);
       rel.label[r] = OUT;
       rel.pending[r] = OUT;
     }
@@ -625,7 +919,7 @@ export class RowEngine {
       rel.fresh[r] = 0;
       if (!rel.stored[r] || rel.label[r] !== OUT || rel.premise[r] !== 0) continue;
       if (rel.pending[r] >= DEF || this.supported(rel, r, DEF)) continue;
-      rel.stored[r] = 0;
+      this.unstore(rel, r);
     }
   }
 
@@ -700,7 +994,7 @@ export class RowEngine {
   }
 
   private join(rule: Rule, k: number, fixed: number): void {
-    if (this.found) return;
+    if (this.found || (this.bounded && this.mode === Mode.Conclude)) return;
     if (k === rule.lits.length) return this.fire(rule);
     if (k === fixed) return this.join(rule, k + 1, fixed);
     const l = rule.lits[k]!;
@@ -796,7 +1090,7 @@ export class RowEngine {
       return;
     }
     const n = places.length;
-    for (let i = 0; i < n; i++) this.fireIn(rule, places[i]!);
+    for (let i = 0; i < n && !this.bounded; i++) this.fireIn(rule, places[i]!);
   }
 
   /** The firing's conclusion in context `ctx`. */
@@ -814,22 +1108,32 @@ export class RowEngine {
       if (at >= 0 && rel.stored[at]) this.enter(rel, at);
       return;
     }
-    // Conclude: the firing's strength is its weakest antecedent's label.
+    // Conclude: the firing's strength is its weakest antecedent's label, its depth one more than its deepest.
     let strength: Label = MONO;
+    let depth = 0;
     for (let i = 0; i < rule.lits.length; i++) {
       const a = this.ants[i]!;
       const ar = this.relOf(a);
-      const lab = ar.label[(a - ar.no) / REL_SPAN]! as Label;
+      const ai = (a - ar.no) / REL_SPAN;
+      const lab = ar.label[ai]! as Label;
       if (lab < strength) strength = lab;
+      if (ar.depth[ai]! > depth) depth = ar.depth[ai]!;
+    }
+    depth += 1;
+    if (depth > this.limits.maxDepth) {
+      this.bounded = { limit: "maxDepth", value: this.limits.maxDepth };
+      return;
     }
     const at = rel.atomSlot(t);
     let r = rel.rowIn(at, ctx);
     if (r < 0 || !rel.stored[r]) {
-      if (r < 0) r = this.newRow(rel, t, at);
-      rel.stored[r] = 1;
-      rel.premise[r] = 0;
-      rel.label[r] = OUT;
-      rel.pending[r] = OUT;
+      if (++this.derivations > this.limits.maxDerivations) {
+        this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
+        return;
+      }
+      r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
+      this.storeNew(rel, r, 0, -1, 0);
+      rel.depth[r] = depth;
       rel.fresh[r] = 1;
       this.enter(rel, r);
       // A new conclusion can defeat, or be defeated by, an opposite outside the region.
@@ -837,6 +1141,7 @@ export class RowEngine {
       if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * REL_SPAN + opp.no);
     }
     if (strength > rel.pending[r]!) rel.pending[r] = strength;
+    if (rel.premise[r] === 0 && (rel.depth[r] === 0 || depth < rel.depth[r]!)) rel.depth[r] = depth;
     this.conclude(rel, r, strength);
   }
 
@@ -918,6 +1223,37 @@ export class RowEngine {
       }
     }
     return { contradictions: [...contradictions].sort(), conflicts: [...conflicts].sort() };
+  }
+
+  /** `context|text` of any handle this engine minted (a retired one too), or undefined. */
+  keyOf(h: number): string | undefined {
+    const ref = this.byHandle[h];
+    if (ref === undefined) return undefined;
+    if (ref < 0) return this.ruleKeys.get(h);
+    return this.textOf(ref);
+  }
+
+  /** Every stored sentex (facts and rules) by `context|text`, with its state. */
+  dump(): Map<string, RowState> {
+    const out = new Map<string, RowState>();
+    for (const rel of this.relList)
+      for (let r = 0; r < rel.n; r++) {
+        if (!rel.stored[r]) continue;
+        const creator = rel.creator[r]!;
+        out.set(this.textOf(r * REL_SPAN + rel.no), {
+          h: rel.handle[r]!,
+          label: rel.label[r] as Label,
+          premise: rel.premise[r] as 0 | 1 | 2,
+          creator: creator < 0 ? null : this.names[creator]!,
+          createdAt: rel.createdAt[r]!,
+          seq: rel.seq[r]!,
+          depth: rel.depth[r]!,
+        });
+      }
+    for (const rule of this.rules.values()) {
+      out.set(rule.key, { h: rule.handle, label: MONO, premise: rule.mark, creator: rule.creator, createdAt: rule.createdAt, seq: rule.seq, depth: 0 });
+    }
+    return out;
   }
 
   /** Every stored fact as `context|text`, with its label. */
