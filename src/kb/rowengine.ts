@@ -33,7 +33,10 @@
  */
 
 import { Topology, UNIVERSE } from "./contexts.js";
-import { printTerm, type List, type Term } from "./term.js";
+import { handleOfTerm, parseTerm, printTerm, stringAtom, type List, type Term } from "./term.js";
+import { sentenceShape } from "./sentence.js";
+import { compileRule } from "./compiled.js";
+import type { RawRow } from "./store-of-record.js";
 import type { CompiledRule } from "./compiled.js";
 import type { Bounded, PreparedAdd, RemovalReason } from "./engine.js";
 
@@ -85,6 +88,8 @@ class Rel {
   counts: Int32Array[] = [];
   /** The relation of the other polarity (set by the engine). */
   opp: Rel | undefined;
+  /** Stored rows. */
+  storedCount = 0;
 
   constructor(
     readonly no: number,
@@ -368,6 +373,16 @@ export class RowEngine {
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
   private readonly ruleByKey = new Map<string, Rule>();
+  /** Handle -> the rows (stored or not) whose arguments name `(sentexHandle handle)`. */
+  private readonly mentions = new Map<number, Set<number>>();
+  /** Term id -> the handles it names, for a list term. */
+  private readonly termHandles: (readonly number[] | undefined)[] = [];
+  /** Whether some interned term names a handle (until then no row is indexed by the handles it names). */
+  private handleTerms = false;
+  /** The positive `except` relations (of any arity). */
+  private readonly exceptRels: Rel[] = [];
+  /** While rebuilding: `context|text` of each stored conclusion -> its stored row. */
+  private reuse: Map<string, { h: number; seq: number; creator: string | null; createdAt: number }> | undefined;
   /** Every rule handle ever minted -> its `context|text`. */
   private readonly ruleKeys = new Map<number, string>();
   headSeq = 0;
@@ -401,6 +416,7 @@ export class RowEngine {
       this.ids.set(s, (i = this.names.length));
       this.names.push(s);
       this.terms.push(term ?? s);
+      if (term !== undefined && typeof term !== "string" && this.handlesIn(i).length > 0) this.handleTerms = true;
     }
     return i;
   }
@@ -419,6 +435,7 @@ export class RowEngine {
       r = new Rel(this.relList.length, pred, neg, arity);
       this.rels.set(key, r);
       this.relList.push(r);
+      if (!neg && pred === "except") this.exceptRels.push(r);
       this.readers.push([]);
       this.writers.push([]);
       const opp = this.rels.get(`${neg ? "" : "~"}${pred}/${arity}`);
@@ -475,9 +492,150 @@ export class RowEngine {
       addedHandles.push(h);
       createdFlags.push(created);
     }
-    for (const h of removes) this.remove(h, "retracted", seeds);
-    this.settle(this.topologyChanged ? this.everything() : seeds);
+    let retracting = removes;
+    let reason: RemovalReason = "retracted";
+    let cascadedUpTo = 0;
+    for (;;) {
+      for (const h of retracting) this.remove(h, reason, seeds);
+      this.settle(this.topologyChanged ? this.everything() : seeds);
+      this.topologyChanged = false;
+      seeds.length = 0;
+      // The cascade: a target-following premise naming a sentex that left the store goes
+      // too, as does a sentence-following premise holding its text (main's `apply`).
+      const next: number[] = [];
+      for (; cascadedUpTo < this.deletedRecs.length; cascadedUpTo++) {
+        const gone = this.deletedRecs[cascadedUpTo]!.h;
+        for (const m of this.mentioning(gone)) {
+          const rel = this.relOf(m);
+          const r = (m - rel.no) / REL_SPAN;
+          if (rel.premise[r] !== 0 && this.isMarked("targetFollowingPredicate", rel.pred)) next.push(rel.handle[r]!);
+        }
+        this.sentenceFollowers(gone, next);
+      }
+      if (next.length === 0) break;
+      retracting = next;
+      reason = "cascade";
+    }
     return this.endWrite(addedHandles, createdFlags);
+  }
+
+  /** The stored rows whose arguments name `(sentexHandle h)`, at any depth. */
+  private mentioning(h: number): number[] {
+    const refs = this.mentions.get(h);
+    if (!refs) return [];
+    const out: number[] = [];
+    for (const ref of refs) {
+      const rel = this.relOf(ref);
+      if (rel.stored[(ref - rel.no) / REL_SPAN]) out.push(ref);
+    }
+    return out;
+  }
+
+  /** The handles term id `id` names as `(sentexHandle H)`, at any depth (cached per term). */
+  private handlesIn(id: number): readonly number[] {
+    let hs = this.termHandles[id];
+    if (hs === undefined && typeof this.terms[id] !== "string") {
+      const found: number[] = [];
+      const visit = (t: Term): void => {
+        if (typeof t === "string") return;
+        const h = handleOfTerm(t);
+        if (h !== undefined) found.push(h);
+        else for (const x of t) visit(x);
+      };
+      visit(this.terms[id]!);
+      this.termHandles[id] = hs = found;
+    }
+    return hs ?? [];
+  }
+
+  /** Index row r under every handle its arguments name (once; a revived row is indexed already). */
+  private indexMentions(rel: Rel, r: number): void {
+    const ref = r * REL_SPAN + rel.no;
+    for (let p = 1; p < rel.arity; p++) {
+      const v = rel.cols[p]![r]!;
+      for (const h of this.termHandles[v] ?? []) {
+        let refs = this.mentions.get(h);
+        if (!refs) this.mentions.set(h, (refs = new Set()));
+        refs.add(ref);
+      }
+    }
+  }
+
+  /** Whether a believed `(marker pred)` is stored in some context. */
+  private isMarked(marker: string, pred: string): boolean {
+    const rel = this.rels.get(`${marker}/2`);
+    const id = this.ids.get(pred);
+    if (!rel || id === undefined) return false;
+    const t = this.probe;
+    t[1] = id;
+    for (let r = rel.atomHead(t); r >= 0; r = rel.atomNext[r]!) if (rel.stored[r] && rel.label[r] !== OUT) return true;
+    return false;
+  }
+
+  /**
+   * `(sentenceFollowingPredicate P N)`: a stored P premise whose argument N is a string
+   * holding the text of the sentex `gone`, in its context, follows it out of the store.
+   */
+  private sentenceFollowers(gone: number, out: number[]): void {
+    const decls = this.rels.get("sentenceFollowingPredicate/3");
+    if (!decls) return;
+    const key = this.keyOf(gone)!;
+    const bar = key.indexOf("|");
+    const ctx = this.ids.get(key.slice(0, bar));
+    const text = this.ids.get(stringAtom(key.slice(bar + 1)));
+    if (ctx === undefined || text === undefined) return;
+    for (let d = 0; d < decls.n; d++) {
+      if (!decls.stored[d] || decls.label[d] === OUT) continue;
+      const pred = this.terms[decls.cols[1]![d]!]!;
+      const pos = this.terms[decls.cols[2]![d]!]!;
+      if (typeof pred !== "string" || typeof pos !== "string" || !/^[1-9][0-9]?$/.test(pos)) continue;
+      const at = Number(pos);
+      for (const rel of this.relList) {
+        if (rel.neg || rel.pred !== pred || rel.arity <= at) continue;
+        const heads = rel.heads[at]!;
+        if (text >= heads.length) continue;
+        for (let r = heads[text]!; r >= 0; r = rel.next[at]![r]!) {
+          if (rel.stored[r] && rel.premise[r] !== 0 && rel.cols[0]![r] === ctx) out.push(rel.handle[r]!);
+        }
+      }
+    }
+  }
+
+  /** A mask added or removed moves what its target supports where the mask is seen. */
+  private seedMaskTarget(rel: Rel, r: number, seeds: number[]): void {
+    if (rel.neg || rel.pred !== "except" || rel.arity < 2) return;
+    const h = handleOfTerm(this.terms[rel.cols[1]![r]!]!);
+    if (h === undefined || !this.live(h)) return;
+    const ref = this.byHandle[h]!;
+    if (ref >= 0) seeds.push(ref);
+    else {
+      // A rule unmasked concludes where it could not: it fires once over everything, as a new rule does.
+      const rule = this.rules.get(h)!;
+      if (!this.newRules.includes(rule)) this.newRules.push(rule);
+      for (const c of this.conclusionsOf(rule)) seeds.push(c);
+    }
+  }
+
+  /**
+   * Whether a believed `(except (sentexHandle h))` hides sentex h from context `ctx`: it is
+   * stored in `ctx` or in a context `ctx` sees.
+   */
+  private hiddenFrom(h: number, ctx: number): boolean {
+    const refs = this.mentions.get(h);
+    if (!refs) return false;
+    for (const m of refs) {
+      const rel = this.relOf(m);
+      const r = (m - rel.no) / REL_SPAN;
+      if (rel.neg || rel.pred !== "except" || !rel.stored[r] || rel.label[r] === OUT || rel.arity < 2) continue;
+      if (handleOfTerm(this.terms[rel.cols[1]![r]!]!) === h && this.topology.sees(this.names[ctx]!, this.names[rel.cols[0]![r]!]!)) return true;
+    }
+    return false;
+  }
+
+  /** Whether some stored positive `except` exists (the masks' test runs only then). */
+  private masked(): boolean {
+    for (const rel of this.exceptRels) if (rel.storedCount > 0) return true;
+    return false;
   }
 
   private addFact(a: RowAdd, seeds: number[]): [number, boolean] {
@@ -505,6 +663,7 @@ export class RowEngine {
       rel.label[r] = MONO; // the topology is read during this very settle
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, rel.handle[r]!)) this.topologyChanged = true;
     }
+    this.seedMaskTarget(rel, r, seeds);
     seeds.push(r * REL_SPAN + rel.no);
     return [rel.handle[r]!, true];
   }
@@ -512,6 +671,8 @@ export class RowEngine {
   /** Store row r, new in this write: its marks, its provenance, and its place in the write's outcome. */
   private storeNew(rel: Rel, r: number, mark: 0 | 1 | 2, creator: number, createdAt: number): void {
     rel.stored[r] = 1;
+    rel.storedCount++;
+    if (this.handleTerms) this.indexMentions(rel, r);
     rel.premise[r] = mark;
     rel.label[r] = OUT;
     rel.pending[r] = OUT;
@@ -553,7 +714,7 @@ export class RowEngine {
     return [rule.handle, true];
   }
 
-  private compileRule(cr: CompiledRule, context: string, key: string, mark: 1 | 2, creator: string | null): Rule {
+  private compileRule(cr: CompiledRule, context: string, key: string, mark: 1 | 2, creator: string | null, handle = this.nextHandle++): Rule {
     const vars = new Map<string, number>();
     const slot = (x: string) => {
       let s = vars.get(x);
@@ -579,7 +740,7 @@ export class RowEngine {
       return { rel: this.rel(l.neg, l.atom[0] as string, args.length), pat, structs };
     };
     const lits = cr.antecedents.map(compile);
-    const h = this.nextHandle++;
+    const h = handle;
     this.byHandle[h] = -1;
     const rule: Rule = {
       handle: h,
@@ -616,7 +777,7 @@ export class RowEngine {
       this.newRules = this.newRules.filter((x) => x !== rule);
       for (const l of rule.lits) this.readers[l.rel.no] = this.readers[l.rel.no]!.filter((x) => x.rule !== rule);
       this.writers[rule.head.rel.no] = this.writers[rule.head.rel.no]!.filter((x) => x !== rule);
-      if (rule.writeNo !== this.writeNo) this.deletedRecs.push({ h, before: MONO, reason });
+      this.deletedRecs.push({ h, before: rule.writeNo === this.writeNo ? -1 : MONO, reason });
       return;
     }
     const rel = this.relOf(ref);
@@ -626,6 +787,7 @@ export class RowEngine {
     this.updated.add(h);
     if (!this.removalReason.has(h)) this.removalReason.set(h, reason);
     if (!rel.neg && rel.pred === "genlCx" && rel.arity === 3 && this.topology.removeEdge(this.names[rel.cols[1]![r]!]!, this.names[rel.cols[2]![r]!]!)) this.topologyChanged = true;
+    this.seedMaskTarget(rel, r, seeds);
     seeds.push(ref);
   }
 
@@ -677,6 +839,7 @@ export class RowEngine {
   /** Row r leaves the store: its handle, label before the write and reason go to the outcome. */
   private unstore(rel: Rel, r: number): void {
     rel.stored[r] = 0;
+    rel.storedCount--;
     const h = rel.handle[r]!;
     this.deletedRecs.push({ h, before: rel.before[r]!, reason: this.removalReason.get(h) ?? "unsupported" });
   }
@@ -747,6 +910,60 @@ export class RowEngine {
     const rel = this.relOf(ref);
     const r = (ref - rel.no) / REL_SPAN;
     return rel.handle[r] === h && rel.stored[r] === 1;
+  }
+
+  // ------------------------------------------------------------------ rebuild
+
+  /**
+   * Rebuild from stored rows (main's `Engine.rebuild`): premises and rules re-enter with their
+   * handles, every fact settles once, and a conclusion derived again takes back its stored
+   * row's handle, seq, creator and time. Stored conclusions no longer derivable are listed in
+   * `removedHandles`.
+   */
+  rebuild(rows: Iterable<RawRow>, nextHandle: number, headSeq: number): RowOutcome {
+    this.nextHandle = nextHandle;
+    this.headSeq = headSeq;
+    this.beginWrite(headSeq);
+    this.reuse = new Map();
+    const unlimited = { maxSentenceChars: Infinity, maxNestingDepth: Infinity };
+    const seeds: number[] = [];
+    for (const [handle, ctx, text, premise, creator, createdAt, seq] of rows) {
+      if (premise === 0) {
+        this.reuse.set(`${ctx}|${text}`, { h: handle, seq, creator, createdAt });
+        continue;
+      }
+      const parsed = sentenceShape(parseTerm(text, unlimited));
+      if (parsed.kind === "rule") {
+        const rule = this.compileRule(compileRule(parsed.rule), ctx, `${ctx}|${text}`, premise, creator, handle);
+        rule.createdAt = createdAt;
+        rule.seq = seq;
+        rule.writeNo = 0;
+        this.newRules.push(rule);
+        continue;
+      }
+      const { neg, atom } = parsed.lit;
+      const rel = this.rel(neg, atom[0] as string, atom.length - 1);
+      const t = this.t;
+      t[0] = this.id(ctx);
+      for (let i = 1; i < atom.length; i++) t[i] = this.termId(atom[i]!);
+      const r = rel.add(t, handle);
+      this.byHandle[handle] = r * REL_SPAN + rel.no;
+      this.storeNew(rel, r, premise, creator === null ? -1 : this.id(creator), createdAt);
+      rel.seq[r] = seq;
+      rel.before[r] = OUT; // a row read back is no change of belief by itself
+      if (!neg && atom[0] === "genlCx" && atom.length === 3) this.topology.addEdge(atom[1] as string, atom[2] as string, handle);
+      seeds.push(r * REL_SPAN + rel.no);
+    }
+    this.created = [];
+    this.places.clear();
+    this.settle(seeds);
+    const stale: number[] = [];
+    for (const { h } of this.reuse.values()) if (!this.live(h)) stale.push(h);
+    this.reuse = undefined;
+    const out = this.endWrite([], []);
+    out.removedHandles = stale.sort((a, b) => a - b);
+    this.headSeq = headSeq;
+    return out;
   }
 
   // The single-sentence writes the spike's first tests use.
@@ -836,14 +1053,21 @@ export class RowEngine {
     this.mode = Mode.Conclude;
     // Pass 1: the monotonic closure.
     this.pass = MONO;
-    for (const rule of this.newRules) this.join(rule, 0, -1);
+    // Monotonic premises first: a mask among them hides what the support tests below see.
     for (let i = 0; i < list.length; i++) {
       const ref = list[i]!;
       const rel = this.relOf(ref);
       const r = (ref - rel.no) / REL_SPAN;
-      if (rel.label[r] !== OUT) continue;
-      if (rel.premise[r] === MONO || (!rel.fresh[r] && this.supported(rel, r, MONO))) this.establish(rel, r, MONO);
+      if (rel.premise[r] === MONO) this.establish(rel, r, MONO);
     }
+    for (let i = 0; i < list.length; i++) {
+      const ref = list[i]!;
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (rel.label[r] === OUT && !rel.fresh[r] && this.supported(rel, r, MONO)) this.establish(rel, r, MONO);
+    }
+    // New rules fire once over everything, after the monotonic premises (a mask among them hides from these firings too).
+    for (const rule of this.newRules) this.join(rule, 0, -1);
     this.drain();
     // Pass 2: defaults, with defeat fixed by the monotonic labels.
     this.pass = DEF;
@@ -1080,7 +1304,8 @@ export class RowEngine {
   }
 
   private fire(rule: Rule): void {
-    const places = this.placement(rule);
+    let places = this.placement(rule);
+    if (this.exceptRels.length > 0 && this.masked()) places = places.filter((ctx) => !this.firingHidden(rule, ctx));
     if (this.mode === Mode.Test) {
       if (places.includes(this.testCtx)) this.found = true;
       return;
@@ -1091,6 +1316,17 @@ export class RowEngine {
     }
     const n = places.length;
     for (let i = 0; i < n && !this.bounded; i++) this.fireIn(rule, places[i]!);
+  }
+
+  /** Whether the rule or an antecedent of the firing is hidden from context `ctx` (it concludes nothing there). */
+  private firingHidden(rule: Rule, ctx: number): boolean {
+    if (this.hiddenFrom(rule.handle, ctx)) return true;
+    for (let i = 0; i < rule.lits.length; i++) {
+      const a = this.ants[i]!;
+      const rel = this.relOf(a);
+      if (this.hiddenFrom(rel.handle[(a - rel.no) / REL_SPAN]!, ctx)) return true;
+    }
+    return false;
   }
 
   /** The firing's conclusion in context `ctx`. */
@@ -1131,8 +1367,21 @@ export class RowEngine {
         this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
         return;
       }
-      r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
-      this.storeNew(rel, r, 0, -1, 0);
+      const reused = this.reuse?.get(this.tupleKey(rel, t));
+      if (reused) {
+        // Rebuild: the conclusion takes back its stored row (handle, seq, and the creator and
+        // time of a premise it once was); it is no new sentex.
+        if (r < 0) r = rel.add(t, reused.h, at);
+        else rel.handle[r] = reused.h;
+        this.byHandle[reused.h] = r * REL_SPAN + rel.no;
+        this.storeNew(rel, r, 0, reused.creator === null ? -1 : this.id(reused.creator), reused.createdAt);
+        rel.seq[r] = reused.seq;
+        rel.before[r] = OUT;
+        this.created.pop();
+      } else {
+        r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
+        this.storeNew(rel, r, 0, -1, 0);
+      }
       rel.depth[r] = depth;
       rel.fresh[r] = 1;
       this.enter(rel, r);
@@ -1162,6 +1411,14 @@ export class RowEngine {
   // ------------------------------------------------------------------ reads
 
   /** A fact as `context|text`. */
+  /** `context|text` of tuple t of `rel` (held or not). */
+  private tupleKey(rel: Rel, t: Int32Array): string {
+    const parts = [rel.pred];
+    for (let p = 1; p < rel.arity; p++) parts.push(this.names[t[p]!]!);
+    const atom = `(${parts.join(" ")})`;
+    return `${this.names[t[0]!]}|${rel.neg ? `(not ${atom})` : atom}`;
+  }
+
   private textOf(ref: number): string {
     const rel = this.relOf(ref);
     const r = (ref - rel.no) / REL_SPAN;
@@ -1206,6 +1463,8 @@ export class RowEngine {
    */
   clashes(ctx: string): { contradictions: string[]; conflicts: string[] } {
     const cone = this.topology.up(ctx);
+    const seen = this.ids.get(ctx) ?? -1;
+    const hidden = (rel: Rel, r: number) => this.exceptRels.length > 0 && this.hiddenFrom(rel.handle[r]!, seen);
     const contradictions = new Set<string>();
     const conflicts = new Set<string>();
     const strength = (l: number) => (l === MONO ? "monotonic" : "default");
@@ -1213,9 +1472,9 @@ export class RowEngine {
       const opp = rel.opp;
       if (rel.neg || !opp) continue;
       for (let r = 0; r < rel.n; r++) {
-        if (!rel.stored[r] || rel.label[r] === OUT || !cone.has(this.names[rel.cols[0]![r]!]!)) continue;
+        if (!rel.stored[r] || rel.label[r] === OUT || !cone.has(this.names[rel.cols[0]![r]!]!) || hidden(rel, r)) continue;
         for (const o of opp.sameAtom(rel, r, this.opProbe)) {
-          if (!opp.stored[o] || opp.label[o] === OUT || !cone.has(this.names[opp.cols[0]![o]!]!)) continue;
+          if (!opp.stored[o] || opp.label[o] === OUT || !cone.has(this.names[opp.cols[0]![o]!]!) || hidden(opp, o)) continue;
           const kind = rel.label[r] === MONO && opp.label[o] === MONO ? "conflict" : "contradiction";
           const line = `${kind}: ${this.textOf(r * REL_SPAN + rel.no)}|${strength(rel.label[r]!)} vs ${this.textOf(o * REL_SPAN + opp.no)}|${strength(opp.label[o]!)}`;
           (kind === "conflict" ? conflicts : contradictions).add(line);
