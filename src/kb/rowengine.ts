@@ -401,6 +401,8 @@ export class RowEngine {
   private deletedRecs: { h: number; before: number; reason: RemovalReason }[] = [];
   private removalReason = new Map<number, RemovalReason>();
   private derivations = 0;
+  /** New conclusions this write may make: `maxDerivations`, and on rebuild the stored ones besides. */
+  private derivationLimit = 0;
   private bounded: Bounded | undefined;
   private topologyChanged = false;
 
@@ -647,8 +649,8 @@ export class RowEngine {
     let r = rel.rowIn(at, t[0]!);
     if (r >= 0 && rel.stored[r]) {
       if (rel.premise[r]! < a.mark) {
-        if (rel.premise[r] === 0 && rel.creator[r] === -1) {
-          rel.creator[r] = a.creator === null ? -1 : this.id(a.creator);
+        if (rel.premise[r] === 0 && rel.creator[r] === 0) {
+          rel.creator[r] = this.creatorId(a.creator);
           rel.createdAt[r] = this.writeTime();
         }
         rel.premise[r] = a.mark;
@@ -657,8 +659,9 @@ export class RowEngine {
       }
       return [rel.handle[r]!, false];
     }
-    r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
-    this.storeNew(rel, r, a.mark, a.creator === null ? -1 : this.id(a.creator), this.writeTime());
+    const made = r < 0;
+    r = made ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
+    this.storeNew(rel, r, a.mark, this.creatorId(a.creator), this.writeTime(), made);
     if (!a.neg && a.atom[0] === "genlCx" && a.atom.length === 3) {
       rel.label[r] = MONO; // the topology is read during this very settle
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, rel.handle[r]!)) this.topologyChanged = true;
@@ -669,24 +672,34 @@ export class RowEngine {
   }
 
   /** Store row r, new in this write: its marks, its provenance, and its place in the write's outcome. */
-  private storeNew(rel: Rel, r: number, mark: 0 | 1 | 2, creator: number, createdAt: number): void {
+  /**
+   * Store row r as new in this write: its marks, its provenance (`creator` as `creatorId`
+   * encodes it), and its place in the write's outcome (`created`; not `touched`, which holds
+   * rows stored before the write). A row `Rel.add` just made has zeros in every column, so
+   * only what differs is written.
+   */
+  private storeNew(rel: Rel, r: number, mark: 0 | 1 | 2, creator: number, createdAt: number, made = false): void {
     rel.stored[r] = 1;
     rel.storedCount++;
     if (this.handleTerms) this.indexMentions(rel, r);
     rel.premise[r] = mark;
-    rel.label[r] = OUT;
-    rel.pending[r] = OUT;
-    rel.depth[r] = 0;
-    rel.creator[r] = creator;
-    rel.createdAt[r] = createdAt;
     rel.seq[r] = this.writeSeq;
-    const ref = r * REL_SPAN + rel.no;
-    if (rel.writeNo[r] !== this.writeNo) {
-      rel.writeNo[r] = this.writeNo;
-      this.touched.push(ref);
-    }
+    const listed = rel.writeNo[r] === this.writeNo && rel.before[r] === -1; // stored, gone and stored again in this write
+    rel.writeNo[r] = this.writeNo;
     rel.before[r] = -1;
-    this.created.push(ref);
+    if (!made) {
+      rel.label[r] = OUT;
+      rel.pending[r] = OUT;
+      rel.depth[r] = 0;
+    }
+    if (creator !== 0 || !made) rel.creator[r] = creator;
+    if (createdAt !== 0 || !made) rel.createdAt[r] = createdAt;
+    if (!listed) this.created.push(r * REL_SPAN + rel.no);
+  }
+
+  /** A creator as the column holds it: 0 for none, else its name's id + 1. */
+  private creatorId(creator: string | null): number {
+    return creator === null ? 0 : this.id(creator) + 1;
   }
 
   /** A row that left the store comes back as a new sentex: a new handle (the old one stays retired). */
@@ -819,6 +832,7 @@ export class RowEngine {
     this.deletedRecs = [];
     this.removalReason = new Map();
     this.derivations = 0;
+    this.derivationLimit = this.limits.maxDerivations;
     this.bounded = undefined;
     this.topologyChanged = false;
   }
@@ -845,17 +859,14 @@ export class RowEngine {
   }
 
   private endWrite(addedHandles: number[], createdFlags: boolean[]): RowOutcome {
-    const beliefAdded: number[] = [];
+    let beliefAdded: number[] = [];
     const beliefRemoved: { h: number; reason: RemovalReason }[] = [];
     const deleted: { h: number; reason: RemovalReason }[] = [];
-    const isNew = new Set<number>();
     for (const ref of this.touched) {
       const rel = this.relOf(ref);
       const r = (ref - rel.no) / REL_SPAN;
-      if (!rel.stored[r]) continue; // its deletion is in deletedRecs
-      const before = rel.before[r]!;
-      if (before === -1) isNew.add(rel.handle[r]!);
-      const wasIn = before > 0;
+      if (!rel.stored[r] || rel.before[r] === -1) continue; // gone: in deletedRecs; stored again: in created
+      const wasIn = rel.before[r]! > 0;
       const isIn = rel.label[r]! > 0;
       if (!wasIn && isIn) beliefAdded.push(rel.handle[r]!);
       else if (wasIn && !isIn) beliefRemoved.push({ h: rel.handle[r]!, reason: "defeated" });
@@ -865,26 +876,45 @@ export class RowEngine {
       deleted.push({ h: d.h, reason: d.reason });
       if (d.before > 0) beliefRemoved.push({ h: d.h, reason: d.reason });
     }
-    const created: number[] = [];
-    const seen = new Set<number>();
-    for (const ref of this.created) {
-      let h: number;
+    // Each row is listed once (storeNew); one stored, gone and stored again shows its last handle.
+    const refs = this.created;
+    const created: number[] = new Array(refs.length);
+    const newlyIn: number[] = new Array(refs.length);
+    const rulesAdded: number[] = [];
+    let nc = 0;
+    let ni = 0;
+    for (let i = 0; i < refs.length; i++) {
+      const ref = refs[i]!;
       if (ref < 0) {
-        h = -ref;
-        if (!this.rules.has(h)) continue;
-        beliefAdded.push(h);
-        isNew.add(h);
-      } else {
-        const rel = this.relOf(ref);
-        const r = (ref - rel.no) / REL_SPAN;
-        if (!rel.stored[r]) continue;
-        h = rel.handle[r]!;
+        if (!this.rules.has(-ref)) continue;
+        created[nc++] = -ref;
+        rulesAdded.push(-ref);
+        continue;
       }
-      if (!seen.has(h)) created.push(h);
-      seen.add(h);
+      const rel = this.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (!rel.stored[r]) continue;
+      const h = rel.handle[r]!;
+      created[nc++] = h;
+      if (rel.label[r]! > 0) newlyIn[ni++] = h;
     }
-    const updated = [...this.updated].filter((h) => this.live(h) && !isNew.has(h));
-    beliefAdded.sort((a, b) => a - b);
+    created.length = nc;
+    newlyIn.length = ni;
+    // Rows stored before the write first (their handles are the older ones), then the new.
+    if (beliefAdded.length === 0) beliefAdded = newlyIn;
+    else for (let i = 0; i < ni; i++) beliefAdded.push(newlyIn[i]!);
+    const updated = [...this.updated].filter((h) => this.live(h) && !this.isNew(h));
+    sortHandles(beliefAdded);
+    for (const h of rulesAdded) {
+      let lo = 0;
+      let hi = beliefAdded.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (beliefAdded[mid]! < h) lo = mid + 1;
+        else hi = mid;
+      }
+      beliefAdded.splice(lo, 0, h);
+    }
     beliefRemoved.sort((a, b) => a.h - b.h);
     const changed = created.length + updated.length + deleted.length + beliefAdded.length + beliefRemoved.length > 0;
     if (changed) this.headSeq = this.writeSeq;
@@ -900,6 +930,15 @@ export class RowEngine {
       beliefRemoved,
       bounded: this.bounded,
     };
+  }
+
+  /** Whether stored handle h was stored by this write. */
+  private isNew(h: number): boolean {
+    const ref = this.byHandle[h]!;
+    if (ref < 0) return this.rules.get(h)!.writeNo === this.writeNo;
+    const rel = this.relOf(ref);
+    const r = (ref - rel.no) / REL_SPAN;
+    return rel.writeNo[r] === this.writeNo && rel.before[r] === -1;
   }
 
   /** Whether handle h names a stored sentex (a fact row still holding it, or a rule). */
@@ -948,7 +987,7 @@ export class RowEngine {
       for (let i = 1; i < atom.length; i++) t[i] = this.termId(atom[i]!);
       const r = rel.add(t, handle);
       this.byHandle[handle] = r * REL_SPAN + rel.no;
-      this.storeNew(rel, r, premise, creator === null ? -1 : this.id(creator), createdAt);
+      this.storeNew(rel, r, premise, this.creatorId(creator), createdAt, true);
       rel.seq[r] = seq;
       rel.before[r] = OUT; // a row read back is no change of belief by itself
       if (!neg && atom[0] === "genlCx" && atom.length === 3) this.topology.addEdge(atom[1] as string, atom[2] as string, handle);
@@ -956,6 +995,8 @@ export class RowEngine {
     }
     this.created = [];
     this.places.clear();
+    // Each stored conclusion was admitted by a write under the limit: together they may outnumber it.
+    this.derivationLimit = this.reuse.size + this.limits.maxDerivations;
     this.settle(seeds);
     const stale: number[] = [];
     for (const { h } of this.reuse.values()) if (!this.live(h)) stale.push(h);
@@ -1363,7 +1404,7 @@ export class RowEngine {
     const at = rel.atomSlot(t);
     let r = rel.rowIn(at, ctx);
     if (r < 0 || !rel.stored[r]) {
-      if (++this.derivations > this.limits.maxDerivations) {
+      if (++this.derivations > this.derivationLimit) {
         this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
         return;
       }
@@ -1371,16 +1412,18 @@ export class RowEngine {
       if (reused) {
         // Rebuild: the conclusion takes back its stored row (handle, seq, and the creator and
         // time of a premise it once was); it is no new sentex.
-        if (r < 0) r = rel.add(t, reused.h, at);
+        const made = r < 0;
+        if (made) r = rel.add(t, reused.h, at);
         else rel.handle[r] = reused.h;
         this.byHandle[reused.h] = r * REL_SPAN + rel.no;
-        this.storeNew(rel, r, 0, reused.creator === null ? -1 : this.id(reused.creator), reused.createdAt);
+        this.storeNew(rel, r, 0, this.creatorId(reused.creator), reused.createdAt, made);
         rel.seq[r] = reused.seq;
         rel.before[r] = OUT;
         this.created.pop();
       } else {
-        r = r < 0 ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
-        this.storeNew(rel, r, 0, -1, 0);
+        const made = r < 0;
+        r = made ? this.newRow(rel, t, at) : this.reviveRow(rel, r);
+        this.storeNew(rel, r, 0, 0, 0, made);
       }
       rel.depth[r] = depth;
       rel.fresh[r] = 1;
@@ -1498,7 +1541,7 @@ export class RowEngine {
     for (const rel of this.relList)
       for (let r = 0; r < rel.n; r++) {
         if (!rel.stored[r]) continue;
-        const creator = rel.creator[r]!;
+        const creator = rel.creator[r]! - 1;
         out.set(this.textOf(r * REL_SPAN + rel.no), {
           h: rel.handle[r]!,
           label: rel.label[r] as Label,
@@ -1536,5 +1579,16 @@ export class RowEngine {
     let n = 0;
     for (let r = 0; r < rel.n; r++) n += rel.stored[r]!;
     return n;
+  }
+}
+
+/** Sort handles ascending in place (usually they are already: handles are minted in order). */
+function sortHandles(hs: number[]): void {
+  for (let i = 1; i < hs.length; i++) {
+    if (hs[i - 1]! > hs[i]!) {
+      const sorted = Float64Array.from(hs).sort();
+      for (let j = 0; j < hs.length; j++) hs[j] = sorted[j]!;
+      return;
+    }
   }
 }
