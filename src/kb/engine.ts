@@ -175,6 +175,8 @@ export class Engine {
   private updated = new Set<Node>();
   private deletedNodes: { node: Node; reason: RemovalReason }[] = [];
   private derivations = 0;
+  /** New conclusions this write may make: `maxDerivations`, and on rebuild the stored ones besides. */
+  private derivationLimit = 0;
   private bounded: Bounded | undefined;
   private writeSeq = 0;
   /** The clock as this write first read it: every createdAt one write sets is the same time. */
@@ -564,6 +566,7 @@ export class Engine {
     this.updated = new Set();
     this.deletedNodes = [];
     this.derivations = 0;
+    this.derivationLimit = this.limits.maxDerivations;
     this.bounded = undefined;
     this.writeSeq = seq;
     this.writeAt = undefined;
@@ -827,7 +830,7 @@ export class Engine {
       if (masked && (this.hiddenFrom(r, ctx) || ants.some((a) => this.hiddenFrom(a, ctx)))) continue;
       let c = this.index.find(ctx, cons.neg, atom);
       if (!c) {
-        if (++this.derivations > this.limits.maxDerivations) {
+        if (++this.derivations > this.derivationLimit) {
           this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
           return;
         }
@@ -930,6 +933,9 @@ export class Engine {
       }
       premises.push(n);
     }
+    // The stored conclusions were each admitted by a write under the limit: re-deriving them
+    // all at once is no runaway (one write's worth more, and chaining stops as in a write).
+    this.derivationLimit = this.reuse.size + this.limits.maxDerivations;
     // Inert premises are IN right away; everything else settles together.
     for (const n of premises) if (this.isInert(n)) n.label = n.premise === 2 ? IN_MONO : IN_DEFAULT;
     this.topologyChanged = true;

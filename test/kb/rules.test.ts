@@ -177,6 +177,18 @@ describe("forward chaining", () => {
     expect(r.bounded).toEqual({ limit: "maxDepth", value: 3 });
     expect(kb.match("(n ?x)", "CxPeano").map((x) => x.sentence)).toEqual(["(n Z)", "(n (s Z))", "(n (s (s Z)))", "(n (s (s (s Z))))"]);
   });
+
+  it("a conclusion's depth is its shortest derivation: a shorter one found later lets chains from it go on under maxDepth", async () => {
+    const kb = await freshKb({ limits: { maxDepth: 3 } });
+    await kb.assert("(implies (p ?x) (q ?x))", "CxD");
+    await kb.assert("(implies (q ?x) (r ?x))", "CxD");
+    await kb.assert("(implies (r ?x) (s ?x))", "CxD");
+    await kb.assert("(p One)", "CxD"); // (s One) at depth 3, the limit
+    await kb.assert("(implies (p ?x) (s ?x))", "CxD"); // a second derivation of (s One), at depth 1
+    const r = await kb.assert("(implies (s ?x) (t ?x))", "CxD");
+    expect(r.bounded).toBeUndefined();
+    expect(kb.match("(t One)", "CxD")).toHaveLength(1);
+  });
 });
 
 describe("justifications and support", () => {
@@ -209,6 +221,21 @@ describe("justifications and support", () => {
     // Re-deriving it later mints a new handle (handles are never reused).
     await kb.assert("(cat Tom)", "CxHome");
     expect(handleOf(kb, "(pet Tom)", "CxHome")).toBeGreaterThan(pet);
+  });
+
+  it("a firing whose antecedent is defeated no longer supports its conclusion, and supports it again once the antecedent revives", async () => {
+    const kb = await freshKb();
+    await kb.assert("(implies (cat ?x) (pet ?x))", "CxHome");
+    await kb.assert("(implies (dog ?x) (pet ?x))", "CxHome");
+    const cat = await kb.assert("(cat Tom)", "CxHome");
+    const dog = await kb.assert("(dog Tom)", "CxHome");
+    const pet = handleOf(kb, "(pet Tom)", "CxHome")!;
+    const notCat = await kb.assert("(not (cat Tom))", "CxHome", { strength: "monotonic" });
+    expect(kb.sentex(cat.handle)).toMatchObject({ believed: false });
+    expect(kb.sentex(pet)).toMatchObject({ believed: true });
+    expect(kb.why(pet).support.map((s) => s.antecedents)).toEqual([[dog.handle]]);
+    await kb.retract(notCat.handle);
+    expect(kb.why(pet).support.map((s) => s.antecedents)).toEqual([[cat.handle], [dog.handle]]);
   });
 
   it("a derived sentex that is also asserted stays when its support goes, and goes when both go", async () => {
@@ -361,6 +388,19 @@ describe("strength through rules", () => {
     expect(kb.sentex(derived)).toMatchObject({ believed: true, derived: true });
   });
 
+  it("a default conclusion first derived while a monotonic opposite stands is stored defeated, and revives when the winner goes", async () => {
+    const kb = await freshKb();
+    await kb.assert("(implies (penguin ?x) (not (flies ?x)))", "CxBirds");
+    const win = await kb.assert("(flies Pingu)", "CxBirds", { strength: "monotonic" });
+    await kb.assert("(penguin Pingu)", "CxBirds");
+    const derived = handleOf(kb, "(not (flies Pingu))", "CxBirds")!;
+    expect(kb.sentex(derived)).toMatchObject({ believed: false, derived: true });
+    expect(kb.why(derived)).toMatchObject({ believed: false, reason: "defeated" });
+    expect(kb.contradictions("CxBirds")).toEqual({ contradictions: [], conflicts: [] });
+    await kb.retract(win.handle);
+    expect(kb.sentex(derived)).toMatchObject({ believed: true, derived: true });
+  });
+
   it("a defeated default does not fire: what it would derive is not believed", async () => {
     const kb = await freshKb();
     await kb.assert("(implies (flies ?x) (canMigrate ?x))", "CxBirds");
@@ -370,6 +410,33 @@ describe("strength through rules", () => {
     expect(kb.query("(canMigrate Pingu)", "CxBirds").solutions).toEqual([]);
     await kb.retract(no.handle);
     expect(kb.query("(canMigrate Pingu)", "CxBirds").solutions).toEqual([{}]);
+  });
+});
+
+describe("except masks in firings", () => {
+  it("a masked fact supports no conclusion where the mask is seen, and supports it again once unmasked", async () => {
+    const kb = await freshKb();
+    const events = recordEvents(kb);
+    await kb.assert("(implies (dog ?x) (animal ?x))", "CxPets");
+    const dog = await kb.assert("(dog Rex)", "CxPets");
+    expect(kb.match("(animal Rex)", "CxPets")).toHaveLength(1);
+    const mask = await kb.assert(`(except (sentexHandle ${dog.handle}))`, "CxPets", { strength: "monotonic" });
+    expect(kb.match("(animal Rex)", "?ctx")).toEqual([]);
+    expect(removalsOf(events, "(animal Rex)", "CxPets")).toEqual(["unsupported"]);
+    await kb.retract(mask.handle);
+    expect(kb.match("(animal Rex)", "CxPets")).toHaveLength(1);
+  });
+
+  it("a masked rule concludes nothing where the mask is seen, and still concludes elsewhere", async () => {
+    const kb = await freshKb();
+    const rule = await kb.assert("(implies (late ?p) (owesChores ?p))", "CxCore");
+    await kb.assert("(late Ava)", "CxAva");
+    await kb.assert("(late Ben)", "CxBen");
+    expect(kb.match("(owesChores ?p)", "?ctx").map((r) => r.context).sort()).toEqual(["CxAva", "CxBen"]);
+    const mask = await kb.assert(`(except (sentexHandle ${rule.handle}))`, "CxAva", { strength: "monotonic" });
+    expect(kb.match("(owesChores ?p)", "?ctx").map((r) => [r.context, r.sentence])).toEqual([["CxBen", "(owesChores Ben)"]]);
+    await kb.retract(mask.handle);
+    expect(kb.match("(owesChores ?p)", "?ctx").map((r) => r.context).sort()).toEqual(["CxAva", "CxBen"]);
   });
 });
 

@@ -321,6 +321,23 @@ describe("vocabulary the engine enforces", () => {
 });
 
 describe("reopen", () => {
+  it("a KB holding more conclusions than one write may derive (maxDerivations) reopens with every one of them", async () => {
+    const path = join(tempDir(), "kb.db");
+    const limits = { maxDerivations: 3 };
+    const kb = await openKb({ path, contextsDir: CONTEXTS_DIR, limits });
+    await kb.assert("(implies (p ?x) (q ?x))", "CxLimits");
+    for (const x of ["A", "B", "C", "D", "E"]) expect((await kb.assert(`(p ${x})`, "CxLimits")).bounded).toBeUndefined(); // one conclusion each
+    const before = believed(kb);
+    await kb.close();
+    const again = await openKb({ path, limits });
+    expect(believed(again)).toEqual(before);
+    expect(again.match("(q ?x)", "CxLimits")).toHaveLength(5);
+    await again.close();
+    const third = await openKb({ path, limits }); // nothing was deleted from the store either
+    expect(believed(third)).toEqual(before);
+    await third.close();
+  });
+
   it("the engine rebuilt from the store believes the same set", async () => {
     const dir = tempDir();
     const path = join(dir, "kb.db");
