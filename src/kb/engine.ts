@@ -225,6 +225,9 @@ export class Engine {
       ctx = UNIVERSE; // forced into CxUniverse, monotonic topology (reference §2.1)
       mark = 2;
     }
+    // A mask is monotonic however it is asserted: a default one would still be OUT while the
+    // monotonic pass fires, so what it hid would follow the settle's order (docs/kb.md, Masks).
+    if (atom[0] === "except" && !neg) mark = 2;
     const d = decls.of(atom[0] as string);
     this.checkArity(parsed.lit, ctx, d);
     if (!neg) this.checkFunctional(atom, ctx, removing, batch, d);

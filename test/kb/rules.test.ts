@@ -1,8 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadContextFile } from "../../src/kb/index.js";
-import { believed, freshKb, handleOf, recordEvents, refusal, removalsOf, stored, tempDir } from "./helpers.js";
+import { loadContextFile, openKb } from "../../src/kb/index.js";
+import { believed, CONTEXTS_DIR, freshKb, handleOf, recordEvents, refusal, removalsOf, stored, tempDir } from "./helpers.js";
 
 const BASE = "(implies (edge ?x ?y) (reach ?x ?y))";
 const STEP = "(implies (and (edge ?x ?y) (reach ?y ?z)) (reach ?x ?z))";
@@ -437,6 +437,23 @@ describe("except masks in firings", () => {
     expect(kb.match("(owesChores ?p)", "?ctx").map((r) => [r.context, r.sentence])).toEqual([["CxBen", "(owesChores Ben)"]]);
     await kb.retract(mask.handle);
     expect(kb.match("(owesChores ?p)", "?ctx").map((r) => r.context).sort()).toEqual(["CxAva", "CxBen"]);
+  });
+});
+
+describe("masks asserted at default strength", () => {
+  it("a mask asserted at default strength is stored monotonic and hides a monotonic fact from its conclusions, live and after reopen", async () => {
+    const path = join(tempDir(), "kb.db");
+    const kb = await openKb({ path, contextsDir: CONTEXTS_DIR });
+    await kb.assert("(implies (dog ?x) (animal ?x))", "CxPets");
+    const dog = await kb.assert("(dog Rex)", "CxPets", { strength: "monotonic" });
+    const mask = await kb.assert(`(except (sentexHandle ${dog.handle}))`, "CxPets"); // no strength given: default
+    expect(kb.sentex(mask.handle)!.strength).toBe("monotonic");
+    expect(kb.match("(animal Rex)", "?ctx")).toEqual([]);
+    const live = believed(kb);
+    await kb.close();
+    const again = await openKb({ path });
+    expect(believed(again)).toEqual(live);
+    await again.close();
   });
 });
 
