@@ -184,11 +184,7 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
       const rx = resolve(pool[a.i]!, rowStored);
       let p: PreparedAdd;
       try {
-        // Masks are monotonic, as the kb's own (quarantine, disregard) are: a default mask is
-        // still OUT while pass 1 fires, so what it hides there depends on the settle's order
-        // (main keeps an inert mask's label through a link's resettle; live and rebuilt disagree).
-        const strength = pool[a.i]!.template === "except" ? "monotonic" : a.strength;
-        p = m.prepare({ sentence: mx.sentence, context: mx.context, strength, creator: a.creator });
+        p = m.prepare({ sentence: mx.sentence, context: mx.context, strength: a.strength, creator: a.creator }); // (a mask is made monotonic)
       } catch (err) {
         if (err instanceof KbError) continue; // refused (a dangling target): in neither engine
         throw err;
