@@ -269,6 +269,9 @@ interface Rule {
   seq: number;
   /** The write that stored it. */
   writeNo: number;
+  /** The rule as main's engine compiled it, and its whole `(implies ...)` term (what a view shows). */
+  compiled: CompiledRule;
+  term: List;
   lits: Lit[];
   head: Lit;
   slots: number;
@@ -328,20 +331,21 @@ const enum Mode {
 }
 
 export class RowEngine {
-  private readonly ids = new Map<string, number>();
-  private readonly names: string[] = [];
+  /** @internal (read by RowIndex and RowNode) */
+  readonly ids = new Map<string, number>();
+  readonly names: string[] = [];
   /** id -> the term (a name, or a parsed list). */
-  private readonly terms: Term[] = [];
-  private readonly rels = new Map<string, Rel>();
-  private readonly relList: Rel[] = [];
-  private readonly rules = new Map<number, Rule>();
+  readonly terms: Term[] = [];
+  readonly rels = new Map<string, Rel>();
+  readonly relList: Rel[] = [];
+  readonly rules = new Map<number, Rule>();
   /** Per relation number: the (rule, literal index) pairs that read it. */
   private readers: { rule: Rule; i: number }[][] = [];
   /** Per relation number: the rules concluding into it. */
   private writers: Rule[][] = [];
   /** handle -> fact reference, or -1 for a rule. */
-  private byHandle: number[] = [0];
-  private nextHandle = 1;
+  readonly handleRefs: number[] = [0];
+  nextHandle = 1;
 
   // join state, shared: a join allocates nothing
   private slots = new Int32Array(16).fill(-1);
@@ -372,9 +376,9 @@ export class RowEngine {
   private collected: { rule: number; ants: string[] }[] = [];
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
-  private readonly ruleByKey = new Map<string, Rule>();
+  readonly ruleByKey = new Map<string, Rule>();
   /** Handle -> the rows (stored or not) whose arguments name `(sentexHandle handle)`. */
-  private readonly mentions = new Map<number, Set<number>>();
+  readonly mentions = new Map<number, Set<number>>();
   /** Term id -> the handles it names, for a list term. */
   private readonly termHandles: (readonly number[] | undefined)[] = [];
   /** Whether some interned term names a handle (until then no row is indexed by the handles it names). */
@@ -383,6 +387,8 @@ export class RowEngine {
   private readonly exceptRels: Rel[] = [];
   /** While rebuilding: `context|text` of each stored conclusion -> its stored row. */
   private reuse: Map<string, { h: number; seq: number; creator: string | null; createdAt: number }> | undefined;
+  /** Rules taken away (a view of a retired handle still reads its context and text). */
+  private readonly retiredRules = new Map<number, Rule>();
   /** Every rule handle ever minted -> its `context|text`. */
   private readonly ruleKeys = new Map<number, string>();
   headSeq = 0;
@@ -449,7 +455,7 @@ export class RowEngine {
     return r;
   }
 
-  private relOf(ref: number): Rel {
+  relOf(ref: number): Rel {
     return this.relList[ref % REL_SPAN]!;
   }
 
@@ -462,7 +468,7 @@ export class RowEngine {
   /** A new row for t (not held; `at` its atom slot when known), not stored yet, with a new handle. */
   private newRow(rel: Rel, t: Int32Array, at?: number): number {
     const r = rel.add(t, this.nextHandle, at);
-    this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
+    this.handleRefs[this.nextHandle++] = r * REL_SPAN + rel.no;
     return r;
   }
 
@@ -608,7 +614,7 @@ export class RowEngine {
     if (rel.neg || rel.pred !== "except" || rel.arity < 2) return;
     const h = handleOfTerm(this.terms[rel.cols[1]![r]!]!);
     if (h === undefined || !this.live(h)) return;
-    const ref = this.byHandle[h]!;
+    const ref = this.handleRefs[h]!;
     if (ref >= 0) seeds.push(ref);
     else {
       // A rule unmasked concludes where it could not: it fires once over everything, as a new rule does.
@@ -705,7 +711,7 @@ export class RowEngine {
   /** A row that left the store comes back as a new sentex: a new handle (the old one stays retired). */
   private reviveRow(rel: Rel, r: number): number {
     rel.handle[r] = this.nextHandle;
-    this.byHandle[this.nextHandle++] = r * REL_SPAN + rel.no;
+    this.handleRefs[this.nextHandle++] = r * REL_SPAN + rel.no;
     return r;
   }
 
@@ -719,7 +725,7 @@ export class RowEngine {
       }
       return [known.handle, false];
     }
-    const rule = this.compileRule(a.rule!, a.ctx, key, a.mark as 1 | 2, a.creator);
+    const rule = this.compileRule(a.rule!, a.atom, a.ctx, key, a.mark as 1 | 2, a.creator);
     // Its stored conclusions may move: they seed the region; the rule fires fully in pass 1.
     this.newRules.push(rule);
     for (const c of this.conclusionsOf(rule)) seeds.push(c);
@@ -727,7 +733,7 @@ export class RowEngine {
     return [rule.handle, true];
   }
 
-  private compileRule(cr: CompiledRule, context: string, key: string, mark: 1 | 2, creator: string | null, handle = this.nextHandle++): Rule {
+  private compileRule(cr: CompiledRule, term: List, context: string, key: string, mark: 1 | 2, creator: string | null, handle = this.nextHandle++): Rule {
     const vars = new Map<string, number>();
     const slot = (x: string) => {
       let s = vars.get(x);
@@ -754,7 +760,7 @@ export class RowEngine {
     };
     const lits = cr.antecedents.map(compile);
     const h = handle;
-    this.byHandle[h] = -1;
+    this.handleRefs[h] = -1;
     const rule: Rule = {
       handle: h,
       ctx: this.id(context),
@@ -764,6 +770,8 @@ export class RowEngine {
       createdAt: this.writeTime(),
       seq: this.writeSeq,
       writeNo: this.writeNo,
+      compiled: cr,
+      term,
       lits,
       head: compile(cr.consequent, -1),
       slots: vars.size,
@@ -779,13 +787,14 @@ export class RowEngine {
 
   /** Clear a premise mark, or take a rule away, seeding what that can move. */
   private remove(h: number, reason: RemovalReason, seeds: number[]): void {
-    const ref = this.byHandle[h];
+    const ref = this.handleRefs[h];
     if (ref === undefined) return;
     if (ref < 0) {
       const rule = this.rules.get(h);
       if (!rule) return;
       for (const c of this.conclusionsOf(rule)) seeds.push(c);
       this.rules.delete(h);
+      this.retiredRules.set(h, rule);
       this.ruleByKey.delete(rule.key);
       this.newRules = this.newRules.filter((x) => x !== rule);
       for (const l of rule.lits) this.readers[l.rel.no] = this.readers[l.rel.no]!.filter((x) => x.rule !== rule);
@@ -934,16 +943,31 @@ export class RowEngine {
 
   /** Whether stored handle h was stored by this write. */
   private isNew(h: number): boolean {
-    const ref = this.byHandle[h]!;
+    const ref = this.handleRefs[h]!;
     if (ref < 0) return this.rules.get(h)!.writeNo === this.writeNo;
     const rel = this.relOf(ref);
     const r = (ref - rel.no) / REL_SPAN;
     return rel.writeNo[r] === this.writeNo && rel.before[r] === -1;
   }
 
+  /** Main's index read API over the rows. */
+  readonly index = new RowIndex(this);
+
+  /** A view of handle h (stored or retired), or undefined for a handle never minted. */
+  view(h: number): RowNode | undefined {
+    const ref = this.handleRefs[h];
+    if (ref === undefined) return undefined;
+    if (ref < 0) {
+      const rule = this.rules.get(h) ?? this.retiredRules.get(h);
+      return rule ? new RowNode(this, h, undefined, 0, rule) : undefined;
+    }
+    const rel = this.relOf(ref);
+    return new RowNode(this, h, rel, (ref - rel.no) / REL_SPAN, undefined);
+  }
+
   /** Whether handle h names a stored sentex (a fact row still holding it, or a rule). */
   live(h: number): boolean {
-    const ref = this.byHandle[h];
+    const ref = this.handleRefs[h];
     if (ref === undefined) return false;
     if (ref < 0) return this.rules.has(h);
     const rel = this.relOf(ref);
@@ -973,7 +997,7 @@ export class RowEngine {
       }
       const parsed = sentenceShape(parseTerm(text, unlimited));
       if (parsed.kind === "rule") {
-        const rule = this.compileRule(compileRule(parsed.rule), ctx, `${ctx}|${text}`, premise, creator, handle);
+        const rule = this.compileRule(compileRule(parsed.rule), parsed.term, ctx, `${ctx}|${text}`, premise, creator, handle);
         rule.createdAt = createdAt;
         rule.seq = seq;
         rule.writeNo = 0;
@@ -986,7 +1010,7 @@ export class RowEngine {
       t[0] = this.id(ctx);
       for (let i = 1; i < atom.length; i++) t[i] = this.termId(atom[i]!);
       const r = rel.add(t, handle);
-      this.byHandle[handle] = r * REL_SPAN + rel.no;
+      this.handleRefs[handle] = r * REL_SPAN + rel.no;
       this.storeNew(rel, r, premise, this.creatorId(creator), createdAt, true);
       rel.seq[r] = seq;
       rel.before[r] = OUT; // a row read back is no change of belief by itself
@@ -1028,7 +1052,7 @@ export class RowEngine {
     const text = (l: RowLiteral) => (l.neg ? `(not ${printTerm(l.atom as List)})` : printTerm(l.atom as List));
     const sentence = `(implies ${ants.length === 1 ? text(ants[0]!) : `(and ${ants.map(text).join(" ")})`} ${text(head)})`;
     const rule = { antecedents: ants.map(lit), consequent: lit(head) } as unknown as CompiledRule;
-    return this.write([{ ctx: context, neg: false, atom: [] as unknown as List, text: sentence, rule, mark: 2, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
+    return this.write([{ ctx: context, neg: false, atom: parseTerm(sentence) as List, text: sentence, rule, mark: 2, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
   }
 
   /** Retract a premise or a rule by handle (a fact that is also derived stays, as a conclusion). */
@@ -1415,7 +1439,7 @@ export class RowEngine {
         const made = r < 0;
         if (made) r = rel.add(t, reused.h, at);
         else rel.handle[r] = reused.h;
-        this.byHandle[reused.h] = r * REL_SPAN + rel.no;
+        this.handleRefs[reused.h] = r * REL_SPAN + rel.no;
         this.storeNew(rel, r, 0, this.creatorId(reused.creator), reused.createdAt, made);
         rel.seq[r] = reused.seq;
         rel.before[r] = OUT;
@@ -1529,7 +1553,7 @@ export class RowEngine {
 
   /** `context|text` of any handle this engine minted (a retired one too), or undefined. */
   keyOf(h: number): string | undefined {
-    const ref = this.byHandle[h];
+    const ref = this.handleRefs[h];
     if (ref === undefined) return undefined;
     if (ref < 0) return this.ruleKeys.get(h);
     return this.textOf(ref);
@@ -1590,5 +1614,235 @@ function sortHandles(hs: number[]): void {
       for (let j = 0; j < hs.length; j++) hs[j] = sorted[j]!;
       return;
     }
+  }
+}
+
+// ------------------------------------------------------------------ views
+
+/**
+ * A stored sentex as the code outside the engine reads it (the fields `Node` has on main),
+ * made when a reader asks and read live from the rows: nothing per fact is kept for it. A
+ * view of a handle that has left the store still reads its context and text (rows are never
+ * removed), and `gone` is true.
+ */
+export class RowNode {
+  private built: List | undefined;
+  constructor(
+    private readonly e: RowEngine,
+    readonly h: number,
+    private readonly rel: Rel | undefined,
+    private readonly r: number,
+    private readonly ruleRec: Rule | undefined,
+  ) {}
+
+  get ctx(): string {
+    return this.e.names[this.ruleRec ? this.ruleRec.ctx : this.rel!.cols[0]![this.r]!]!;
+  }
+  get neg(): boolean {
+    return this.rel ? this.rel.neg : false;
+  }
+  /** The positive atom (for a rule, the whole `(implies ...)` term). */
+  get atom(): List {
+    if (this.ruleRec) return this.ruleRec.term;
+    if (!this.built) {
+      const rel = this.rel!;
+      const atom: Term[] = [rel.pred];
+      for (let p = 1; p < rel.arity; p++) atom.push(this.e.terms[rel.cols[p]![this.r]!]!);
+      this.built = atom as List;
+    }
+    return this.built;
+  }
+  get akey(): string {
+    if (this.ruleRec) return this.ruleRec.key.slice(this.ctx.length + 1);
+    const rel = this.rel!;
+    let s = `(${rel.pred}`;
+    for (let p = 1; p < rel.arity; p++) s += ` ${this.e.names[rel.cols[p]![this.r]!]}`;
+    return `${s})`;
+  }
+  get text(): string {
+    return this.neg ? `(not ${this.akey})` : this.akey;
+  }
+  get gone(): boolean {
+    return !this.e.live(this.h);
+  }
+  get label(): 0 | 1 | 2 {
+    if (this.gone) return OUT;
+    return this.ruleRec ? MONO : (this.rel!.label[this.r] as 0 | 1 | 2);
+  }
+  get premise(): 0 | 1 | 2 {
+    return this.ruleRec ? this.ruleRec.mark : (this.rel!.premise[this.r] as 0 | 1 | 2);
+  }
+  get creator(): string | null {
+    if (this.ruleRec) return this.ruleRec.creator;
+    const c = this.rel!.creator[this.r]!;
+    return c === 0 ? null : this.e.names[c - 1]!;
+  }
+  get createdAt(): number {
+    return this.ruleRec ? this.ruleRec.createdAt : this.rel!.createdAt[this.r]!;
+  }
+  get seq(): number {
+    return this.ruleRec ? this.ruleRec.seq : this.rel!.seq[this.r]!;
+  }
+  get rule(): CompiledRule | null {
+    return this.ruleRec ? this.ruleRec.compiled : null;
+  }
+}
+
+const EMPTY_VIEWS: readonly RowNode[] = [];
+
+/**
+ * Main's `MemIndex` read API over the rows: what the checks, queries, disputes and the kb read.
+ * Candidates are the stored rows of the smallest bound argument's chains (counts include rows
+ * that left the store, so the choice can differ from main's; the matches cannot).
+ */
+export class RowIndex {
+  constructor(private readonly e: RowEngine) {}
+
+  get size(): number {
+    let n = this.e.rules.size;
+    for (const rel of this.e.relList) n += rel.storedCount;
+    return n;
+  }
+
+  readonly byHandle = {
+    has: (h: number): boolean => this.e.live(h),
+    get: (h: number): RowNode | undefined => (this.e.live(h) ? this.e.view(h) : undefined),
+    keys: (): number[] => {
+      const out: number[] = [];
+      for (let h = 1; h < this.e.nextHandle; h++) if (this.e.live(h)) out.push(h);
+      return out;
+    },
+    values: (): RowNode[] => this.byHandle.keys().map((h) => this.e.view(h)!),
+  };
+
+  /** The ids of a ground atom's arguments, or undefined when one was never interned (nothing holds it). */
+  private argIds(atom: List): Int32Array | undefined {
+    const t = new Int32Array(atom.length);
+    for (let i = 1; i < atom.length; i++) {
+      const x = atom[i]!;
+      const id = this.e.ids.get(typeof x === "string" ? x : printTerm(x));
+      if (id === undefined) return undefined;
+      t[i] = id;
+    }
+    return t;
+  }
+
+  /** The stored sentex with exactly this identity, if any. */
+  find(ctx: string, neg: boolean, atom: List): RowNode | undefined {
+    if (atom[0] === "implies") {
+      const rule = neg ? undefined : this.e.ruleByKey.get(`${ctx}|${printTerm(atom)}`);
+      return rule ? this.e.view(rule.handle) : undefined;
+    }
+    const rel = this.e.rels.get(`${neg ? "~" : ""}${atom[0]}/${atom.length}`);
+    const t = rel && this.argIds(atom);
+    const c = this.e.ids.get(ctx);
+    if (!rel || !t || c === undefined) return undefined;
+    t[0] = c;
+    const r = rel.find(t);
+    return r >= 0 && rel.stored[r] ? this.e.view(rel.handle[r]!) : undefined;
+  }
+
+  /** Every stored sentex with this atom, any context, positives first. */
+  withAtom(atom: List): readonly RowNode[] {
+    if (atom[0] === "implies") {
+      const text = printTerm(atom);
+      return [...this.e.rules.values()].filter((r) => r.key.slice(r.key.indexOf("|") + 1) === text).map((r) => this.e.view(r.handle)!);
+    }
+    const out: RowNode[] = [];
+    for (const neg of [false, true]) {
+      const rel = this.e.rels.get(`${neg ? "~" : ""}${atom[0]}/${atom.length}`);
+      const t = rel && this.argIds(atom);
+      if (!rel || !t) continue;
+      for (let r = rel.atomHead(t); r >= 0; r = rel.atomNext[r]!) if (rel.stored[r]) out.push(this.e.view(rel.handle[r]!)!);
+    }
+    return out;
+  }
+
+  /** The relations under a predicate key (`p` or `~p`), every arity. */
+  private relsOf(key: string): Rel[] {
+    const neg = key.startsWith("~");
+    const pred = neg ? key.slice(1) : key;
+    return this.e.relList.filter((rel) => rel.neg === neg && rel.pred === pred);
+  }
+
+  /** Candidates for a literal pattern: the stored rows of the smallest bound argument's chains, else every stored row of the predicate. */
+  *candidates(key: string, pattern: List): Iterable<RowNode> {
+    const rels = this.relsOf(key); // (rules are not candidates, as on main)
+    let pos = -1;
+    let id = -1;
+    let best = Infinity;
+    for (let i = 1; i < pattern.length; i++) {
+      const x = pattern[i]!;
+      if (typeof x === "string" ? x.startsWith("?") : !RowIndex.ground(x)) continue;
+      const v = this.e.ids.get(typeof x === "string" ? x : printTerm(x));
+      if (v === undefined) return; // no row holds it
+      let n = 0;
+      for (const rel of rels) if (i < rel.arity && v < rel.counts[i]!.length) n += rel.counts[i]![v]!;
+      if (n < best) {
+        best = n;
+        pos = i;
+        id = v;
+      }
+    }
+    for (const rel of rels) {
+      if (pos < 0) {
+        for (let r = 0; r < rel.n; r++) if (rel.stored[r]) yield this.e.view(rel.handle[r]!)!;
+        continue;
+      }
+      if (pos >= rel.arity || id >= rel.heads[pos]!.length) continue;
+      for (let r = rel.heads[pos]![id]!; r >= 0; r = rel.next[pos]![r]!) if (rel.stored[r]) yield this.e.view(rel.handle[r]!)!;
+    }
+  }
+
+  private static ground(t: Term): boolean {
+    return typeof t === "string" ? !t.startsWith("?") : t.every(RowIndex.ground);
+  }
+
+  /** Every stored sentex under a predicate key. */
+  all(key: string): Iterable<RowNode> {
+    return this.candidates(key, [key.startsWith("~") ? key.slice(1) : key]);
+  }
+
+  predSize(key: string): number {
+    let n = 0;
+    for (const rel of this.relsOf(key)) n += rel.storedCount;
+    return n;
+  }
+
+  /** The stored sentexes whose arguments name `(sentexHandle h)`. */
+  mentioning(h: number): readonly RowNode[] {
+    const refs = this.e.mentions.get(h);
+    if (!refs) return EMPTY_VIEWS;
+    const out: RowNode[] = [];
+    for (const ref of refs) {
+      const rel = this.e.relOf(ref);
+      const r = (ref - rel.no) / REL_SPAN;
+      if (rel.stored[r]) out.push(this.e.view(rel.handle[r]!)!);
+    }
+    return out;
+  }
+
+  /** The atoms held at both polarities (by their text). */
+  get opposed(): Map<string, List> {
+    const out = new Map<string, List>();
+    for (const rel of this.e.relList) {
+      const opp = rel.opp;
+      if (rel.neg || !opp) continue;
+      const probe = new Int32Array(rel.arity);
+      for (let r = 0; r < rel.n; r++) {
+        if (!rel.stored[r]) continue;
+        if (opp.sameAtom(rel, r, probe).some((o) => opp.stored[o])) {
+          const v = this.e.view(rel.handle[r]!)!;
+          out.set(v.akey, v.atom);
+        }
+      }
+    }
+    return out;
+  }
+
+  intern(s: string): string;
+  intern(s: string | null): string | null;
+  intern(s: string | null): string | null {
+    return s;
   }
 }
