@@ -16,7 +16,7 @@ import { KbError } from "./errors.js";
 import { type Bindings, type List, type Term, matchTerm, substitute, printTerm, isVariable } from "./term.js";
 import { type Goal } from "./sentence.js";
 import { type Node, OUT, predKey } from "./node.js";
-import type { MemIndex } from "./memindex.js";
+import type { RowIndex as MemIndex } from "./rowengine.js";
 
 export interface SolveResult {
   solutions: Bindings[];

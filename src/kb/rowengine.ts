@@ -83,7 +83,9 @@ class Rel {
   /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
   private lastHash = 0;
   atomNext = new Int32Array(this.cap);
+  /** Per argument position: per id, the first and last row holding it, and per row the next one (rows in the order they were added). */
   heads: Int32Array[] = [];
+  tails: Int32Array[] = [];
   next: Int32Array[] = [];
   counts: Int32Array[] = [];
   /** The relation of the other polarity (set by the engine). */
@@ -100,6 +102,7 @@ class Rel {
     this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
     for (let p = 0; p < arity; p++) {
       this.heads.push(new Int32Array(64).fill(-1));
+      this.tails.push(new Int32Array(64).fill(-1));
       this.next.push(new Int32Array(this.cap));
       this.counts.push(new Int32Array(64));
     }
@@ -175,12 +178,19 @@ class Rel {
         const wider = new Int32Array(len).fill(-1);
         wider.set(head);
         this.heads[p] = head = wider;
+        const tails = new Int32Array(len).fill(-1);
+        tails.set(this.tails[p]!);
+        this.tails[p] = tails;
         const counts = new Int32Array(len);
         counts.set(this.counts[p]!);
         this.counts[p] = counts;
       }
-      this.next[p]![r] = head[v]!;
-      head[v] = r;
+      const tail = this.tails[p]!;
+      const last = tail[v]!;
+      if (last < 0) head[v] = r;
+      else this.next[p]![last] = r;
+      tail[v] = r;
+      this.next[p]![r] = -1;
       this.counts[p]![v]!++;
     }
     this.handle[r] = handle;
@@ -353,7 +363,7 @@ export class RowEngine {
   private readonly t = new Int32Array(16);
   private readonly probe = new Int32Array(16);
   private readonly opProbe = new Int32Array(16);
-  private readonly topology = new Topology();
+  readonly topology = new Topology();
   /** Placement context ids by the sources' ids (cleared when the topology changes). */
   private places = new Map<string, number[]>();
   private readonly single: number[] = [0];
@@ -373,7 +383,7 @@ export class RowEngine {
   private queue: number[] = [];
   private widen: number[] = [];
   /** The firings `why` collects. */
-  private collected: { rule: number; ants: string[] }[] = [];
+  private collected: { rule: number; ants: number[] }[] = [];
   /** Rules new in this write: they fire once over everything in the monotonic pass. */
   private newRules: Rule[] = [];
   readonly ruleByKey = new Map<string, Rule>();
@@ -1376,7 +1386,7 @@ export class RowEngine {
       return;
     }
     if (this.mode === Mode.Collect) {
-      if (places.includes(this.testCtx)) this.collected.push({ rule: rule.handle, ants: rule.lits.map((_, i) => this.textOf(this.ants[i]!)) });
+      if (places.includes(this.testCtx)) this.collected.push({ rule: rule.handle, ants: rule.lits.map((_, i) => this.ants[i]!) });
       return;
     }
     const n = places.length;
@@ -1496,20 +1506,16 @@ export class RowEngine {
   }
 
   /**
-   * Every firing over believed (IN) facts that concludes the stored fact: its rule's handle and
-   * its antecedents as `context|text`, in the rule's order. Found by joining each concluding
-   * rule's body with the head bound: no justification is stored.
+   * Every firing over believed (IN) facts that concludes stored fact h: its rule's handle and
+   * its antecedents' handles, in the rule's order. Found by joining each concluding rule's body
+   * with the head bound: no justification is stored. None for a rule or a handle not stored.
    */
-  why(lit: RowLiteral, context: string): { rule: number; ants: string[] }[] {
-    const rel = this.rels.get(`${lit.neg ? "~" : ""}${lit.atom[0]}/${lit.atom.length}`);
-    if (!rel) return [];
-    const t = this.t;
-    const known = (x: Term) => this.ids.get(typeof x === "string" ? x : printTerm(x)) ?? -1;
-    t[0] = this.ids.get(context) ?? -1;
-    for (let i = 1; i < lit.atom.length; i++) t[i] = known(lit.atom[i]!);
-    if (t.subarray(0, lit.atom.length).some((v) => v < 0)) return [];
-    const r = rel.find(t);
-    if (r < 0 || !rel.stored[r]) return [];
+  firings(h: number): { rule: number; ants: number[] }[] {
+    if (!this.live(h)) return [];
+    const ref = this.handleRefs[h]!;
+    if (ref < 0) return [];
+    const rel = this.relOf(ref);
+    const r = (ref - rel.no) / REL_SPAN;
     this.mode = Mode.Collect;
     this.minLabel = DEF;
     this.testCtx = rel.cols[0]![r]!;
@@ -1520,21 +1526,36 @@ export class RowEngine {
       this.undo(mark);
     }
     this.mode = Mode.Conclude;
-    return this.collected;
+    return this.collected.map((f) => ({ rule: f.rule, ants: f.ants.map((a) => this.handleOfRef(a)) }));
+  }
+
+  private handleOfRef(ref: number): number {
+    const rel = this.relOf(ref);
+    return rel.handle[(ref - rel.no) / REL_SPAN]!;
+  }
+
+  /** `firings` of a literal stored in `context`, antecedents as `context|text` (the spike's oracle tests). */
+  why(lit: RowLiteral, context: string): { rule: number; ants: string[] }[] {
+    const v = this.index.find(context, lit.neg, lit.atom as List);
+    return v ? this.firings(v.h).map((f) => ({ rule: f.rule, ants: f.ants.map((a) => this.keyOf(a)!) })) : [];
+  }
+
+  /** Whether a believed mask `ctx` sees hides sentex h there. */
+  hides(h: number, ctx: string): boolean {
+    const c = this.ids.get(ctx);
+    return c !== undefined && this.exceptRels.length > 0 && this.masked() && this.hiddenFrom(h, c);
   }
 
   /**
-   * The believed clashes `ctx` sees: a positive and a negative fact of one atom, both IN and
-   * both in contexts `ctx` sees; a conflict when both are monotonic, else a contradiction.
-   * Each as `kind: context|text|strength vs context|text|strength`, positive side first.
+   * The believed clashes `ctx` sees: a positive and a negative fact of one atom, both IN, both
+   * in contexts `ctx` sees and neither hidden there; a conflict when both are monotonic, else a
+   * contradiction. Ordered by the positive side's handle, then the negative's.
    */
-  clashes(ctx: string): { contradictions: string[]; conflicts: string[] } {
+  clashPairs(ctx: string): { kind: "contradiction" | "conflict"; pos: number; neg: number }[] {
     const cone = this.topology.up(ctx);
     const seen = this.ids.get(ctx) ?? -1;
     const hidden = (rel: Rel, r: number) => this.exceptRels.length > 0 && this.hiddenFrom(rel.handle[r]!, seen);
-    const contradictions = new Set<string>();
-    const conflicts = new Set<string>();
-    const strength = (l: number) => (l === MONO ? "monotonic" : "default");
+    const out: { kind: "contradiction" | "conflict"; pos: number; neg: number }[] = [];
     for (const rel of this.relList) {
       const opp = rel.opp;
       if (rel.neg || !opp) continue;
@@ -1542,12 +1563,19 @@ export class RowEngine {
         if (!rel.stored[r] || rel.label[r] === OUT || !cone.has(this.names[rel.cols[0]![r]!]!) || hidden(rel, r)) continue;
         for (const o of opp.sameAtom(rel, r, this.opProbe)) {
           if (!opp.stored[o] || opp.label[o] === OUT || !cone.has(this.names[opp.cols[0]![o]!]!) || hidden(opp, o)) continue;
-          const kind = rel.label[r] === MONO && opp.label[o] === MONO ? "conflict" : "contradiction";
-          const line = `${kind}: ${this.textOf(r * REL_SPAN + rel.no)}|${strength(rel.label[r]!)} vs ${this.textOf(o * REL_SPAN + opp.no)}|${strength(opp.label[o]!)}`;
-          (kind === "conflict" ? conflicts : contradictions).add(line);
+          out.push({ kind: rel.label[r] === MONO && opp.label[o] === MONO ? "conflict" : "contradiction", pos: rel.handle[r]!, neg: opp.handle[o]! });
         }
       }
     }
+    return out.sort((a, b) => a.pos - b.pos || a.neg - b.neg);
+  }
+
+  /** `clashPairs` as `kind: context|text|strength vs context|text|strength` (the spike's oracle tests). */
+  clashes(ctx: string): { contradictions: string[]; conflicts: string[] } {
+    const side = (h: number) => `${this.keyOf(h)}|${this.index.byHandle.get(h)!.label === MONO ? "monotonic" : "default"}`;
+    const contradictions = new Set<string>();
+    const conflicts = new Set<string>();
+    for (const c of this.clashPairs(ctx)) (c.kind === "conflict" ? conflicts : contradictions).add(`${c.kind}: ${side(c.pos)} vs ${side(c.neg)}`);
     return { contradictions: [...contradictions].sort(), conflicts: [...conflicts].sort() };
   }
 
