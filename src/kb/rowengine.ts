@@ -348,6 +348,8 @@ export class RowEngine {
   readonly terms: Term[] = [];
   readonly rels = new Map<string, Rel>();
   readonly relList: Rel[] = [];
+  /** Relations by predicate key (`p` or `~p`), every arity. */
+  readonly relsByPred = new Map<string, Rel[]>();
   readonly rules = new Map<number, Rule>();
   /** Per relation number: the (rule, literal index) pairs that read it. */
   private readers: { rule: Rule; i: number }[][] = [];
@@ -453,6 +455,10 @@ export class RowEngine {
       r = new Rel(this.relList.length, pred, neg, arity);
       this.rels.set(key, r);
       this.relList.push(r);
+      const pk = `${neg ? "~" : ""}${pred}`;
+      const same = this.relsByPred.get(pk);
+      if (same) same.push(r);
+      else this.relsByPred.set(pk, [r]);
       if (!neg && pred === "except") this.exceptRels.push(r);
       this.readers.push([]);
       this.writers.push([]);
@@ -1717,6 +1723,7 @@ export class RowNode {
 }
 
 const EMPTY_VIEWS: readonly RowNode[] = [];
+const NO_RELS: readonly Rel[] = [];
 
 /**
  * Main's `MemIndex` read API over the rows: what the checks, queries, disputes and the kb read.
@@ -1787,10 +1794,8 @@ export class RowIndex {
   }
 
   /** The relations under a predicate key (`p` or `~p`), every arity. */
-  private relsOf(key: string): Rel[] {
-    const neg = key.startsWith("~");
-    const pred = neg ? key.slice(1) : key;
-    return this.e.relList.filter((rel) => rel.neg === neg && rel.pred === pred);
+  private relsOf(key: string): readonly Rel[] {
+    return this.e.relsByPred.get(key) ?? NO_RELS;
   }
 
   /** Candidates for a literal pattern: the stored rows of the smallest bound argument's chains, else every stored row of the predicate. */
