@@ -386,23 +386,33 @@ export class Engine {
     return this.outcome(this.rows.rebuild(rows, nextHandle, headSeq));
   }
 
-  /** The row engine's outcome with views for handles; a write touching a declaration drops the checks' memo. */
+  /**
+   * The row engine's outcome with views for handles, each list made when first read (the kb
+   * reads them all to persist; a caller that reads none makes none). A write touching a
+   * declaration drops the checks' memo.
+   */
   private outcome(o: RowOutcome): WriteOutcome {
     const view = (h: number) => this.rows.view(h)!;
-    const out: WriteOutcome = {
+    const lazy = <T,>(make: () => T) => {
+      let made: T | undefined;
+      return { get: () => (made ??= make()), enumerable: true };
+    };
+    const out = {
       seq: o.seq,
       addedHandles: o.addedHandles,
       createdFlags: o.createdFlags,
       removedHandles: o.removedHandles,
-      created: o.created.map(view),
-      updated: o.updated.map(view),
-      deleted: o.deleted.map((d) => ({ node: view(d.h), reason: d.reason })),
-      beliefAdded: o.beliefAdded.map(view),
-      beliefRemoved: o.beliefRemoved.map((d) => ({ node: view(d.h), reason: d.reason })),
       bounded: o.bounded,
-    };
-    const declaring = (n: Node) => DECLARING.has(n.atom[0] as string);
-    if (out.beliefAdded.some(declaring) || out.beliefRemoved.some((d) => declaring(d.node)) || out.updated.some(declaring)) this.decls = new DeclMemo();
+    } as WriteOutcome;
+    Object.defineProperties(out, {
+      created: lazy(() => o.created.map(view)),
+      updated: lazy(() => o.updated.map(view)),
+      deleted: lazy(() => o.deleted.map((d) => ({ node: view(d.h), reason: d.reason }))),
+      beliefAdded: lazy(() => o.beliefAdded.map(view)),
+      beliefRemoved: lazy(() => o.beliefRemoved.map((d) => ({ node: view(d.h), reason: d.reason }))),
+    });
+    const declaring = (h: number) => DECLARING.has(this.rows.predOf(h));
+    if (o.beliefAdded.some(declaring) || o.beliefRemoved.some((d) => declaring(d.h)) || o.updated.some(declaring)) this.decls = new DeclMemo();
     return out;
   }
 

@@ -966,6 +966,12 @@ export class RowEngine {
     return rel.writeNo[r] === this.writeNo && rel.before[r] === -1;
   }
 
+  /** The predicate of handle h (`implies` for a rule), without a view. */
+  predOf(h: number): string {
+    const ref = this.handleRefs[h]!;
+    return ref < 0 ? "implies" : this.relOf(ref).pred;
+  }
+
   /** Main's index read API over the rows. */
   readonly index = new RowIndex(this);
 
