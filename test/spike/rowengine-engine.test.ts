@@ -16,7 +16,8 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { RowEngine, type RowOutcome } from "../../src/kb/rowengine.js";
-import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "../../src/kb/engine.js";
+// Main's engine before the swap, kept as the oracle: an independent implementation of the same writes.
+import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "../kb/oracle/legacy/engine.js";
 import { KbError } from "../../src/kb/errors.js";
 import type { RawRow } from "../../src/kb/store-of-record.js";
 import { matchTerm, parseTerm, printTerm, type List } from "../../src/kb/term.js";
