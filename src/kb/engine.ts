@@ -392,28 +392,9 @@ export class Engine {
    * declaration drops the checks' memo.
    */
   private outcome(o: RowOutcome): WriteOutcome {
-    const view = (h: number) => this.rows.view(h)!;
-    const lazy = <T,>(make: () => T) => {
-      let made: T | undefined;
-      return { get: () => (made ??= make()), enumerable: true };
-    };
-    const out = {
-      seq: o.seq,
-      addedHandles: o.addedHandles,
-      createdFlags: o.createdFlags,
-      removedHandles: o.removedHandles,
-      bounded: o.bounded,
-    } as WriteOutcome;
-    Object.defineProperties(out, {
-      created: lazy(() => o.created.map(view)),
-      updated: lazy(() => o.updated.map(view)),
-      deleted: lazy(() => o.deleted.map((d) => ({ node: view(d.h), reason: d.reason }))),
-      beliefAdded: lazy(() => o.beliefAdded.map(view)),
-      beliefRemoved: lazy(() => o.beliefRemoved.map((d) => ({ node: view(d.h), reason: d.reason }))),
-    });
     const declaring = (h: number) => DECLARING.has(this.rows.predOf(h));
     if (o.beliefAdded.some(declaring) || o.beliefRemoved.some((d) => declaring(d.h)) || o.updated.some(declaring)) this.decls = new DeclMemo();
-    return out;
+    return new ViewedOutcome(o, this.rows);
   }
 
   // ---------------------------------------------------------------- reads
@@ -441,6 +422,44 @@ export class Engine {
     const edges = new Set<number>();
     for (const src of [j.rule.ctx, ...j.ants.map((a) => a.ctx)]) for (const e of this.topology.path(j.concl.ctx, src)) edges.add(e);
     return [...edges].sort((a, b) => a - b);
+  }
+}
+
+/** A write's outcome with views for its handles, each list made when first read. */
+class ViewedOutcome implements WriteOutcome {
+  readonly seq: number | undefined;
+  readonly addedHandles: number[];
+  readonly createdFlags: boolean[];
+  removedHandles: number[];
+  readonly bounded: Bounded | undefined;
+  private made: { created?: Node[]; updated?: Node[]; deleted?: WriteOutcome["deleted"]; beliefAdded?: Node[]; beliefRemoved?: WriteOutcome["beliefRemoved"] } = {};
+
+  constructor(
+    private readonly o: RowOutcome,
+    private readonly rows: RowEngine,
+  ) {
+    this.seq = o.seq;
+    this.addedHandles = o.addedHandles;
+    this.createdFlags = o.createdFlags;
+    this.removedHandles = o.removedHandles;
+    this.bounded = o.bounded;
+  }
+
+  private view = (h: number): Node => this.rows.view(h)!;
+  get created(): Node[] {
+    return (this.made.created ??= this.o.created.map(this.view));
+  }
+  get updated(): Node[] {
+    return (this.made.updated ??= this.o.updated.map(this.view));
+  }
+  get deleted(): WriteOutcome["deleted"] {
+    return (this.made.deleted ??= this.o.deleted.map((d) => ({ node: this.view(d.h), reason: d.reason })));
+  }
+  get beliefAdded(): Node[] {
+    return (this.made.beliefAdded ??= this.o.beliefAdded.map(this.view));
+  }
+  get beliefRemoved(): WriteOutcome["beliefRemoved"] {
+    return (this.made.beliefRemoved ??= this.o.beliefRemoved.map((d) => ({ node: this.view(d.h), reason: d.reason })));
   }
 }
 
