@@ -1667,6 +1667,7 @@ function sortHandles(hs: number[]): void {
  */
 export class RowNode {
   private built: List | undefined;
+  private printed: string | undefined;
   constructor(
     private readonly e: RowEngine,
     readonly h: number,
@@ -1692,12 +1693,18 @@ export class RowNode {
     }
     return this.built;
   }
+  /** Canonical text of `atom` (printed once per view). */
   get akey(): string {
-    if (this.ruleRec) return this.ruleRec.key.slice(this.ctx.length + 1);
-    const rel = this.rel!;
-    let s = `(${rel.pred}`;
-    for (let p = 1; p < rel.arity; p++) s += ` ${this.e.names[rel.cols[p]![this.r]!]}`;
-    return `${s})`;
+    if (this.printed === undefined) {
+      if (this.ruleRec) this.printed = this.ruleRec.key.slice(this.ctx.length + 1);
+      else {
+        const rel = this.rel!;
+        let s = `(${rel.pred}`;
+        for (let p = 1; p < rel.arity; p++) s += ` ${this.e.names[rel.cols[p]![this.r]!]}`;
+        this.printed = `${s})`;
+      }
+    }
+    return this.printed;
   }
   get text(): string {
     return this.neg ? `(not ${this.akey})` : this.akey;
