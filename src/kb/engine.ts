@@ -455,8 +455,19 @@ class ViewedOutcome implements WriteOutcome {
   get deleted(): WriteOutcome["deleted"] {
     return (this.made.deleted ??= this.o.deleted.map((d) => ({ node: this.view(d.h), reason: d.reason })));
   }
+  /**
+   * Views of the sentexes newly believed: the created list's own where it holds the handle (both
+   * lists ascend by handle, so one walk finds them), so a sentex persisted and published is one
+   * view, its text printed once and compared by identity.
+   */
   get beliefAdded(): Node[] {
-    return (this.made.beliefAdded ??= this.o.beliefAdded.map(this.view));
+    if (this.made.beliefAdded) return this.made.beliefAdded;
+    const created = this.made.created ?? [];
+    let i = 0;
+    return (this.made.beliefAdded = this.o.beliefAdded.map((h) => {
+      while (i < created.length && created[i]!.h < h) i++;
+      return i < created.length && created[i]!.h === h ? created[i]! : this.view(h);
+    }));
   }
   get beliefRemoved(): WriteOutcome["beliefRemoved"] {
     return (this.made.beliefRemoved ??= this.o.beliefRemoved.map((d) => ({ node: this.view(d.h), reason: d.reason })));
