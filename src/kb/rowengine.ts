@@ -419,8 +419,6 @@ export class RowEngine {
   private deletedRecs: { h: number; before: number; reason: RemovalReason }[] = [];
   private removalReason = new Map<number, RemovalReason>();
   private derivations = 0;
-  /** New conclusions this write may make: `maxDerivations`, and on rebuild the stored ones besides. */
-  private derivationLimit = 0;
   private bounded: Bounded | undefined;
   private topologyChanged = false;
 
@@ -857,7 +855,6 @@ export class RowEngine {
     this.deletedRecs = [];
     this.removalReason = new Map();
     this.derivations = 0;
-    this.derivationLimit = this.limits.maxDerivations;
     this.bounded = undefined;
     this.topologyChanged = false;
   }
@@ -1041,8 +1038,6 @@ export class RowEngine {
     }
     this.created = [];
     this.places.clear();
-    // Each stored conclusion was admitted by a write under the limit: together they may outnumber it.
-    this.derivationLimit = this.reuse.size + this.limits.maxDerivations;
     this.settle(seeds);
     const stale: number[] = [];
     for (const { h } of this.reuse.values()) if (!this.live(h)) stale.push(h);
@@ -1450,7 +1445,8 @@ export class RowEngine {
     const at = rel.atomSlot(t);
     let r = rel.rowIn(at, ctx);
     if (r < 0 || !rel.stored[r]) {
-      if (++this.derivations > this.derivationLimit) {
+      // A rebuild's stored conclusions come on top of the limit (`reuse` holds them then).
+      if (++this.derivations > this.limits.maxDerivations + (this.reuse?.size ?? 0)) {
         this.bounded = { limit: "maxDerivations", value: this.limits.maxDerivations };
         return;
       }
