@@ -19,7 +19,8 @@
  */
 import { KbError } from "./errors.js";
 import type { Kb } from "./kb.js";
-import { OUT, type Node } from "./node.js";
+import type { Node } from "./node.js";
+import { OUT } from "./write.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
 import { contextFor, agentFor, isAgentId } from "./identity.js";

@@ -14,7 +14,8 @@
  */
 import { KbError } from "./errors.js";
 import { type Kb, type ClashSide, clashId } from "./kb.js";
-import { OUT, type Node } from "./node.js";
+import type { Node } from "./node.js";
+import { OUT } from "./write.js";
 import { parseTerm, printTerm } from "./term.js";
 import { literalShape } from "./sentence.js";
 

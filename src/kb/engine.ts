@@ -21,12 +21,10 @@ import { type List, type Term, printTerm, parseTerm, parseTermText, isSymbol, ha
 import { type Literal, sentenceShape, checkContextName, isContextName } from "./sentence.js";
 import { UNIVERSE } from "./contexts.js";
 import { compileRule } from "./compiled.js";
-import type { RawRow } from "./store-of-record.js";
-import { type Node, type Justification, type CompiledRule, type PremiseMark, OUT } from "./node.js";
+import type { CompiledRule } from "./compiled.js";
+import type { Node, Justification } from "./node.js";
+import { OUT, type PremiseMark, type Strength, type RemovalReason, type Bounded, type PreparedAdd, type RawRow } from "./write.js";
 import { RowEngine, type RowOutcome } from "./rowengine.js";
-
-export type Strength = "default" | "monotonic";
-export type RemovalReason = "retracted" | "cascade" | "unsupported" | "defeated";
 
 export interface EngineLimits extends ParseLimits {
   /** Most justifications one write may create before chaining stops (reported as `bounded`). */
@@ -54,23 +52,6 @@ export interface WrittenAdd {
   text: string;
   mark: PremiseMark;
   creator: string | null;
-}
-
-/** An add that passed its checks, ready to apply. */
-export interface PreparedAdd {
-  ctx: string;
-  neg: boolean;
-  atom: List;
-  akey: string;
-  text: string;
-  rule: CompiledRule | null;
-  mark: PremiseMark;
-  creator: string | null;
-}
-
-export interface Bounded {
-  limit: "maxDerivations" | "maxDepth";
-  value: number;
 }
 
 /** What one write did: the storage changes to persist and the belief diff to publish. */
@@ -472,16 +453,4 @@ class ViewedOutcome implements WriteOutcome {
   get beliefRemoved(): WriteOutcome["beliefRemoved"] {
     return (this.made.beliefRemoved ??= this.o.beliefRemoved.map((d) => ({ node: this.view(d.h), reason: d.reason })));
   }
-}
-
-export type { RawRow };
-
-export interface StoredRow {
-  handle: number;
-  context: string;
-  sentence: string;
-  premise: PremiseMark;
-  creator: string | null;
-  createdAt: number;
-  seq: number;
 }

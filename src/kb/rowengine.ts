@@ -36,14 +36,9 @@ import { Topology, UNIVERSE } from "./contexts.js";
 import { handleOfTerm, parseTerm, printTerm, stringAtom, type List, type Term } from "./term.js";
 import { sentenceShape } from "./sentence.js";
 import { compileRule } from "./compiled.js";
-import type { RawRow } from "./store-of-record.js";
 import type { CompiledRule } from "./compiled.js";
-import type { Bounded, PreparedAdd, RemovalReason } from "./engine.js";
+import { OUT, IN_DEFAULT as DEF, IN_MONO as MONO, type Label, type Bounded, type PreparedAdd, type RemovalReason, type RawRow } from "./write.js";
 
-const OUT = 0;
-const DEF = 1;
-const MONO = 2;
-type Label = 0 | 1 | 2;
 
 /** A fact reference: row * REL_SPAN + relation number. */
 const REL_SPAN = 1_024;

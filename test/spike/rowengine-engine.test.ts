@@ -19,9 +19,9 @@ import { RowEngine, type RowOutcome } from "../../src/kb/rowengine.js";
 // Main's engine before the swap, kept as the oracle: an independent implementation of the same writes.
 import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "../kb/oracle/legacy/engine.js";
 import { KbError } from "../../src/kb/errors.js";
-import type { RawRow } from "../../src/kb/store-of-record.js";
+import type { RawRow } from "../../src/kb/write.js";
 import { matchTerm, parseTerm, printTerm, type List } from "../../src/kb/term.js";
-import { predKey } from "../../src/kb/node.js";
+import { predKey } from "../../src/kb/sentence.js";
 
 const UNARY = ["p", "q", "r"] as const;
 const CONSTANTS = ["One", "Two"] as const;

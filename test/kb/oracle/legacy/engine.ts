@@ -30,7 +30,7 @@ import { type Literal, sentenceShape, checkContextName, isContextName } from "..
 import { Topology, UNIVERSE } from "../../../../src/kb/contexts.js";
 import { MemIndex } from "./memindex.js";
 import { compileRule, matchPat, undo, instantiate } from "../../../../src/kb/compiled.js";
-import type { RawRow } from "../../../../src/kb/store-of-record.js";
+import type { RawRow } from "../../../../src/kb/write.js";
 import { Node, Region, type Justification, type Label, type CompiledRule, type PremiseMark, OUT, IN_DEFAULT, IN_MONO, predKey, nodePredKey, depsAdd, depsRemove, depsCopy, depsList, justsOf, justAdd, justRemove, justSome, justFilter } from "./node.js";
 
 export type Strength = "default" | "monotonic";
