@@ -32,7 +32,7 @@
  * over IN leaves the store.
  */
 
-import { Topology, UNIVERSE } from "./contexts.js";
+import { Topology } from "./contexts.js";
 import { handleOfTerm, parseTerm, printTerm, stringAtom, type List, type Term } from "./term.js";
 import { sentenceShape } from "./sentence.js";
 import { compileRule } from "./compiled.js";
@@ -282,31 +282,12 @@ interface Rule {
   slots: number;
 }
 
-export interface RowLiteral {
-  neg: boolean;
-  /** Predicate then arguments (symbols or lists); a variable is `?name`. */
-  atom: readonly Term[];
-}
-
-export type RowStrength = "default" | "monotonic";
-
 /** An add as the engine's checks prepared it (main's `PreparedAdd`). */
 export type RowAdd = Pick<PreparedAdd, "ctx" | "neg" | "atom" | "text" | "rule" | "mark" | "creator">;
 
 export interface RowLimits {
   maxDerivations: number;
   maxDepth: number;
-}
-
-/** A stored sentex's state, as a read of the engine sees it. */
-export interface RowState {
-  h: number;
-  label: Label;
-  premise: 0 | 1 | 2;
-  creator: string | null;
-  createdAt: number;
-  seq: number;
-  depth: number;
 }
 
 /** A write's outcome as main's `WriteOutcome`, by handle. */
@@ -1043,35 +1024,6 @@ export class RowEngine {
     return out;
   }
 
-  // The single-sentence writes the spike's first tests use.
-
-  private parse(lit: RowLiteral): { neg: boolean; atom: List } {
-    return { neg: lit.neg, atom: lit.atom as List };
-  }
-
-  /** Assert a fact in a context; its handle. A re-assert may upgrade a default premise to monotonic. */
-  assert(lit: RowLiteral, strength: RowStrength = "default", context = "CxA"): number {
-    const { neg, atom } = this.parse(lit);
-    const edge = !neg && atom[0] === "genlCx" && atom.length === 3;
-    const text = neg ? `(not ${printTerm(atom)})` : printTerm(atom);
-    const mark = strength === "monotonic" || edge ? 2 : 1;
-    return this.write([{ ctx: edge ? UNIVERSE : context, neg, atom, text, rule: null, mark, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
-  }
-
-  /** Assert a rule in a context; its handle. */
-  assertRule(ants: readonly RowLiteral[], head: RowLiteral, context = "CxA"): number {
-    const lit = (l: RowLiteral) => this.parse(l);
-    const text = (l: RowLiteral) => (l.neg ? `(not ${printTerm(l.atom as List)})` : printTerm(l.atom as List));
-    const sentence = `(implies ${ants.length === 1 ? text(ants[0]!) : `(and ${ants.map(text).join(" ")})`} ${text(head)})`;
-    const rule = { antecedents: ants.map(lit), consequent: lit(head) } as unknown as CompiledRule;
-    return this.write([{ ctx: context, neg: false, atom: parseTerm(sentence) as List, text: sentence, rule, mark: 2, creator: null }], [], this.headSeq + 1).addedHandles[0]!;
-  }
-
-  /** Retract a premise or a rule by handle (a fact that is also derived stays, as a conclusion). */
-  retract(h: number): void {
-    this.write([], [h], this.headSeq + 1);
-  }
-
   // ------------------------------------------------------------------ settle
 
   private inRegion(rel: Rel, r: number): boolean {
@@ -1537,12 +1489,6 @@ export class RowEngine {
     return rel.handle[(ref - rel.no) / REL_SPAN]!;
   }
 
-  /** `firings` of a literal stored in `context`, antecedents as `context|text` (the spike's oracle tests). */
-  why(lit: RowLiteral, context: string): { rule: number; ants: string[] }[] {
-    const v = this.index.find(context, lit.neg, lit.atom as List);
-    return v ? this.firings(v.h).map((f) => ({ rule: f.rule, ants: f.ants.map((a) => this.keyOf(a)!) })) : [];
-  }
-
   /** Whether a believed mask `ctx` sees hides sentex h there. */
   hides(h: number, ctx: string): boolean {
     const c = this.ids.get(ctx);
@@ -1573,67 +1519,12 @@ export class RowEngine {
     return out.sort((a, b) => a.pos - b.pos || a.neg - b.neg);
   }
 
-  /** `clashPairs` as `kind: context|text|strength vs context|text|strength` (the spike's oracle tests). */
-  clashes(ctx: string): { contradictions: string[]; conflicts: string[] } {
-    const side = (h: number) => `${this.keyOf(h)}|${this.index.byHandle.get(h)!.label === MONO ? "monotonic" : "default"}`;
-    const contradictions = new Set<string>();
-    const conflicts = new Set<string>();
-    for (const c of this.clashPairs(ctx)) (c.kind === "conflict" ? conflicts : contradictions).add(`${c.kind}: ${side(c.pos)} vs ${side(c.neg)}`);
-    return { contradictions: [...contradictions].sort(), conflicts: [...conflicts].sort() };
-  }
-
   /** `context|text` of any handle this engine minted (a retired one too), or undefined. */
   keyOf(h: number): string | undefined {
     const ref = this.handleRefs[h];
     if (ref === undefined) return undefined;
     if (ref < 0) return this.ruleKeys.get(h);
     return this.textOf(ref);
-  }
-
-  /** Every stored sentex (facts and rules) by `context|text`, with its state. */
-  dump(): Map<string, RowState> {
-    const out = new Map<string, RowState>();
-    for (const rel of this.relList)
-      for (let r = 0; r < rel.n; r++) {
-        if (!rel.stored[r]) continue;
-        const creator = rel.creator[r]! - 1;
-        out.set(this.textOf(r * REL_SPAN + rel.no), {
-          h: rel.handle[r]!,
-          label: rel.label[r] as Label,
-          premise: rel.premise[r] as 0 | 1 | 2,
-          creator: creator < 0 ? null : this.names[creator]!,
-          createdAt: rel.createdAt[r]!,
-          seq: rel.seq[r]!,
-          depth: rel.depth[r]!,
-        });
-      }
-    for (const rule of this.rules.values()) {
-      out.set(rule.key, { h: rule.handle, label: MONO, premise: rule.mark, creator: rule.creator, createdAt: rule.createdAt, seq: rule.seq, depth: 0 });
-    }
-    return out;
-  }
-
-  /** Every stored fact as `context|text`, with its label. */
-  stored(): Map<string, "out" | "default" | "monotonic"> {
-    const out = new Map<string, "out" | "default" | "monotonic">();
-    for (const rel of this.relList)
-      for (let r = 0; r < rel.n; r++) {
-        if (!rel.stored[r]) continue;
-        const parts = [rel.pred];
-        for (let p = 1; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
-        const atom = `(${parts.join(" ")})`;
-        const label = rel.label[r]!;
-        out.set(`${this.names[rel.cols[0]![r]!]}|${rel.neg ? `(not ${atom})` : atom}`, label === MONO ? "monotonic" : label === DEF ? "default" : "out");
-      }
-    return out;
-  }
-
-  count(pred: string, args: number): number {
-    const rel = this.rels.get(`${pred}/${args + 1}`);
-    if (!rel) return 0;
-    let n = 0;
-    for (let r = 0; r < rel.n; r++) n += rel.stored[r]!;
-    return n;
   }
 }
 

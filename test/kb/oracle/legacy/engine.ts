@@ -1,5 +1,7 @@
-// The engine as it was before the row engine (main at 6f4d6a3): kept as a test oracle, an
-// independent second implementation of the same writes, outcomes, reads and rebuild.
+// The engine as it was before the row engine (main at 6f4d6a3), kept unchanged (only its
+// imports now point into src/) as an independent oracle for the differential test
+// test/kb/rowengine-differential.test.ts: a second implementation of the same writes,
+// outcomes, reads and rebuild. Not used by src/.
 /**
  * The engine: stored sentexes as TMS nodes, forward chaining, and belief settling.
  *

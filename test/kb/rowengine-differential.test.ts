@@ -1,23 +1,27 @@
 /**
- * SPIKE: the row engine against main's engine, write by write. Programs are drawn as main's
- * oracle test draws them (facts of either polarity and strength in four contexts, rules with
- * negative antecedents and conclusions, genlCx links), played as batches of adds and removes,
- * each batch one write through both engines with the same prepared adds. After every write,
- * both store the same sentexes (by context and text) with the same label, premise mark,
- * creator, time and seq, and report the same outcome: the handles added and whether
- * each was new, what was created, updated and deleted (with the reason), which beliefs came
- * and went (with the reason), the write's seq and whether chaining was bounded. Handles differ
- * between the engines (derived facts are minted in firing order); they are compared through
- * the sentex each names. Depth is not compared: in both engines it is the least depth over the
- * firings seen so far, so it follows each one's firing order (a firing can read a premise's
- * depth 0 before the same write retracts that premise and derives it again); it shows only
- * through the bounds, and the bounds test compares those.
+ * A differential test: the row engine (src/kb/rowengine.ts) against the previous engine
+ * (test/kb/oracle/legacy: the engine as it was before the row engine, kept unchanged as an
+ * independent implementation of the same writes), write by write. Programs are drawn as the
+ * engine's oracle test (rules-oracle.test.ts) draws them (facts of either polarity and strength
+ * in four contexts, rules with negative antecedents and conclusions, genlCx links), plus masks
+ * and target- and sentence-following premises, played as batches of adds and removes, each
+ * batch one write through both engines with the same prepared adds (the row engine read through
+ * rowengine-driver.ts). After every write, both store the same sentexes (by context and text)
+ * with the same label, premise mark, creator, time and seq, and report the same outcome: the
+ * handles added and whether each was new, what was created, updated and deleted (with the
+ * reason), which beliefs came and went (with the reason), the write's seq and whether chaining
+ * was bounded. Handles differ between the engines (derived facts are minted in firing order);
+ * they are compared through the sentex each names. Depth is not compared: in both engines it is
+ * the least depth over the firings seen so far, so it follows each one's firing order (a firing
+ * can read a premise's depth 0 before the same write retracts that premise and derives it
+ * again); it shows only through the bounds, and the bounds test compares those.
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { RowEngine, type RowOutcome } from "../../src/kb/rowengine.js";
-// Main's engine before the swap, kept as the oracle: an independent implementation of the same writes.
-import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "../kb/oracle/legacy/engine.js";
+import { RowDriver } from "./rowengine-driver.js";
+// The engine as it was before the row engine, kept as the oracle: an independent implementation of the same writes.
+import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "./oracle/legacy/engine.js";
 import { KbError } from "../../src/kb/errors.js";
 import type { RawRow } from "../../src/kb/write.js";
 import { matchTerm, parseTerm, printTerm, type List } from "../../src/kb/term.js";
@@ -102,8 +106,8 @@ const programArb = fc.uniqueArray(entryArb, { minLength: 1, maxLength: 8, select
   ),
 );
 
-/** Each stored sentex of main's engine by `context|text`, with the state the row engine reports. */
-function mainState(m: Engine) {
+/** Each stored sentex of the legacy engine by `context|text`, with the state the row engine reports. */
+function legacyState(m: Engine) {
   const out = new Map<string, object>();
   for (const n of m.index.byHandle.values()) {
     out.set(`${n.ctx}|${n.text}`, { label: n.label, premise: n.premise, creator: n.creator, createdAt: n.createdAt, seq: n.seq });
@@ -111,15 +115,15 @@ function mainState(m: Engine) {
   return out;
 }
 
-function rowState(e: RowEngine) {
+function rowState(d: RowDriver) {
   const out = new Map<string, object>();
-  for (const [k, { h: _h, depth: _d, ...s }] of e.dump()) out.set(k, s);
+  for (const [k, { h: _h, ...s }] of d.dump()) out.set(k, s);
   return out;
 }
 
 const sorted = (xs: string[]) => [...xs].sort();
 
-function mainOutcome(o: WriteOutcome, key: (h: number) => string) {
+function legacyOutcome(o: WriteOutcome, key: (h: number) => string) {
   const node = (n: { ctx: string; text: string }) => `${n.ctx}|${n.text}`;
   return {
     seq: o.seq,
@@ -154,13 +158,14 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
   const scratch = new Engine();
   const m = new Engine({ limits, now: () => clock });
   const e = new RowEngine({ limits, now: () => clock });
+  const d = new RowDriver(e);
   /** Pool index -> each engine's handle for it, while stored. */
-  const mainH = new Map<number, number>();
+  const legacyH = new Map<number, number>();
   const rowH = new Map<number, number>();
-  /** Every handle main minted -> its sentex (main forgets deleted nodes). */
-  const mainKeys = new Map<number, string>();
+  /** Every handle the legacy engine minted -> its sentex (it forgets deleted nodes). */
+  const legacyKeys = new Map<number, string>();
   /** Handles each engine reported deleted: never handed out again. */
-  const retired = { main: new Set<number>(), row: new Set<number>() };
+  const retired = { legacy: new Set<number>(), row: new Set<number>() };
   const fresh = (gone: Set<number>, deleted: number[], created: number[], where: string) => {
     for (const h of created) expect(gone.has(h), `handle ${h} came back after it was deleted, ${where}`).toBe(false);
     for (const h of deleted) gone.add(h);
@@ -170,8 +175,8 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
     clock += 10;
     seq++;
     // Templates name a stored sentex: the same one in both engines (they store the same), each by its own handle.
-    const mainStored = [...m.index.byHandle.values()].map((n) => [`${n.ctx}|${n.text}`, n.h] as const).sort();
-    const rowStored = [...e.dump()].map(([k, st]) => [k, st.h] as const).sort();
+    const legacyStored = [...m.index.byHandle.values()].map((n) => [`${n.ctx}|${n.text}`, n.h] as const).sort();
+    const rowStored = [...d.dump()].map(([k, st]) => [k, st.h] as const).sort();
     const resolve = (x: Entry, stored: (readonly [string, number])[]): Entry => {
       if (!x.template) return x;
       const [key, h] = stored.length ? stored[x.target! % stored.length]! : ["CxA|(none)", 99_999];
@@ -183,7 +188,7 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
     const prepared: PreparedAdd[] = [];
     const rowPrepared: PreparedAdd[] = [];
     for (const a of b.adds) {
-      const mx = resolve(pool[a.i]!, mainStored);
+      const mx = resolve(pool[a.i]!, legacyStored);
       const rx = resolve(pool[a.i]!, rowStored);
       let p: PreparedAdd;
       try {
@@ -196,47 +201,47 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
       prepared.push(p);
       rowPrepared.push(rx.sentence === mx.sentence ? p : scratch.replayAdd({ ctx: p.ctx, text: rx.sentence, mark: p.mark, creator: p.creator }));
     }
-    const mo = m.apply(prepared, b.removes.flatMap((i) => (mainH.has(i) ? [mainH.get(i)!] : [])), seq);
+    const mo = m.apply(prepared, b.removes.flatMap((i) => (legacyH.has(i) ? [legacyH.get(i)!] : [])), seq);
     const ro = e.write(rowPrepared, b.removes.flatMap((i) => (rowH.has(i) ? [rowH.get(i)!] : [])), seq);
-    for (const n of [...mo.created, ...mo.updated]) mainKeys.set(n.h, `${n.ctx}|${n.text}`);
-    mo.addedHandles.forEach((h, k) => mainKeys.set(h, `${prepared[k]!.ctx}|${prepared[k]!.text}`)); // an add the write also took away is nowhere else
-    for (const n of m.index.byHandle.values()) mainKeys.set(n.h, `${n.ctx}|${n.text}`);
+    for (const n of [...mo.created, ...mo.updated]) legacyKeys.set(n.h, `${n.ctx}|${n.text}`);
+    mo.addedHandles.forEach((h, k) => legacyKeys.set(h, `${prepared[k]!.ctx}|${prepared[k]!.text}`)); // an add the write also took away is nowhere else
+    for (const n of m.index.byHandle.values()) legacyKeys.set(n.h, `${n.ctx}|${n.text}`);
     const where = `write ${step} of ${JSON.stringify(batches)} over ${JSON.stringify(pool)}`;
     // Past a bound, chaining stopped wherever each engine's own order had it: the write is
     // bounded in both, at the same limit, and nothing more is compared.
     expect(ro.bounded, where).toEqual(mo.bounded);
     if (mo.bounded) return; // (and no rebuild: the live state is a partial one)
-    expect(rowOutcome(ro, (h) => e.keyOf(h) ?? `?${h}`), where).toEqual(mainOutcome(mo, (h) => mainKeys.get(h) ?? `?${h}`));
-    fresh(retired.main, mo.removedHandles, mo.addedHandles, where);
+    expect(rowOutcome(ro, (h) => e.keyOf(h) ?? `?${h}`), where).toEqual(legacyOutcome(mo, (h) => legacyKeys.get(h) ?? `?${h}`));
+    fresh(retired.legacy, mo.removedHandles, mo.addedHandles, where);
     fresh(retired.row, ro.removedHandles, ro.addedHandles, where);
-    expect(new Map([...rowState(e)].sort()), where).toEqual(new Map([...mainState(m)].sort()));
+    expect(new Map([...rowState(d)].sort()), where).toEqual(new Map([...legacyState(m)].sort()));
     for (const c of FACT_CONTEXTS) {
       const side = (n: { ctx: string; text: string; label: number }) => `${n.ctx}|${n.text}|${n.label === 2 ? "monotonic" : "default"}`;
       const want = { contradictions: [] as string[], conflicts: [] as string[] };
       for (const x of m.clashes(c)) (x.kind === "conflict" ? want.conflicts : want.contradictions).push(`${x.kind}: ${side(x.sides[0])} vs ${side(x.sides[1])}`);
-      expect(e.clashes(c), `clashes from ${c}, ${where}`).toEqual({ contradictions: sorted(want.contradictions), conflicts: sorted(want.conflicts) });
+      expect(d.clashes(c), `clashes from ${c}, ${where}`).toEqual({ contradictions: sorted(want.contradictions), conflicts: sorted(want.conflicts) });
     }
     sameReads(m, e, where);
     adds.forEach((a, k) => {
-      mainH.set(a.i, mo.addedHandles[k]!);
+      legacyH.set(a.i, mo.addedHandles[k]!);
       rowH.set(a.i, ro.addedHandles[k]!);
     });
     for (const i of b.removes) {
-      if (!m.index.byHandle.has(mainH.get(i) ?? -1)) mainH.delete(i);
+      if (!m.index.byHandle.has(legacyH.get(i) ?? -1)) legacyH.delete(i);
       if (!e.live(rowH.get(i) ?? -1)) rowH.delete(i);
     }
   }
-  rebuildBoth(m, e, limits);
+  rebuildBoth(m, d, limits);
 }
 
 const PATTERNS: string[] = ["(p ?a)", "(p One)", "(q ?a)", "(r Two)", "(e ?a ?b)", "(e One ?b)", "(e ?a Two)", "(except ?m)", "(cites ?m)", "(quotes ?s)", "(genlCx ?a ?b)", "(genlCx CxA ?b)", "(implies ?a ?b)"];
 
 /**
- * The row engine's index answers every read main's `MemIndex` answers, with views showing what
- * main's nodes show: the stored handles and each one's fields, `find` and `withAtom` for each
- * stored atom, the matching candidates of a set of patterns at each polarity (the candidates
- * themselves may differ: they are a superset of the matches in both), `predSize`, `mentioning`
- * and the opposed atoms.
+ * The row engine's index answers every read the legacy engine's `MemIndex` answers, with views
+ * showing what its nodes show: the stored handles and each one's fields, `find` and `withAtom`
+ * for each stored atom, the matching candidates of a set of patterns at each polarity (the
+ * candidates themselves may differ: they are a superset of the matches in both), `predSize`,
+ * `mentioning` and the opposed atoms.
  */
 function sameReads(m: Engine, e: RowEngine, where: string) {
   const mi = m.index;
@@ -244,12 +249,12 @@ function sameReads(m: Engine, e: RowEngine, where: string) {
   type Fields = { h: number; ctx: string; neg: boolean; atom: unknown; text: string; akey: string; label: number; premise: number; creator: string | null; createdAt: number; seq: number; gone: boolean; rule: unknown };
   const key = (n: { ctx: string; text: string }) => `${n.ctx}|${n.text}`;
   const fields = (n: Fields) => ({ key: key(n), neg: n.neg, atom: printTerm(n.atom as List), akey: n.akey, label: n.label, premise: n.premise, creator: n.creator, createdAt: n.createdAt, seq: n.seq, gone: n.gone, rule: n.rule !== null });
-  const mainNodes = [...mi.byHandle.values()];
+  const legacyNodes = [...mi.byHandle.values()];
   const rowNodes = ri.byHandle.values();
   expect(ri.size, where).toBe(mi.size);
   expect(rowNodes.map((n) => n.h), `${where}: handles ascending`).toEqual([...rowNodes.map((n) => n.h)].sort((a, b) => a - b));
-  expect(sorted(rowNodes.map((n) => JSON.stringify(fields(n)))), where).toEqual(sorted(mainNodes.map((n) => JSON.stringify(fields(n)))));
-  for (const n of mainNodes) {
+  expect(sorted(rowNodes.map((n) => JSON.stringify(fields(n)))), where).toEqual(sorted(legacyNodes.map((n) => JSON.stringify(fields(n)))));
+  for (const n of legacyNodes) {
     const f = ri.find(n.ctx, n.neg, n.atom);
     expect(f && key(f), `find ${key(n)}, ${where}`).toBe(key(n));
     expect(sorted(ri.withAtom(n.atom).map(key)), `withAtom ${key(n)}, ${where}`).toEqual(sorted(mi.withAtom(n.atom).map(key)));
@@ -269,31 +274,31 @@ function sameReads(m: Engine, e: RowEngine, where: string) {
 }
 
 /**
- * Rebuild a fresh engine of each kind from main's stored rows: the same sentexes, states and
- * handles (a conclusion derived again takes back its row's handle), the same conclusions
- * minted and the same stored conclusions found underivable; and the row engine rebuilt holds
- * what the live one held.
+ * Rebuild a fresh engine of each kind from the legacy engine's stored rows: the same sentexes,
+ * states and handles (a conclusion derived again takes back its row's handle), the same
+ * conclusions minted and the same stored conclusions found underivable; and the row engine
+ * rebuilt holds what the live one held.
  */
-function rebuildBoth(m: Engine, live: RowEngine, limits: { maxDerivations: number; maxDepth: number }) {
+function rebuildBoth(m: Engine, live: RowDriver, limits: { maxDerivations: number; maxDepth: number }) {
   const rows: RawRow[] = [...m.index.byHandle.values()].sort((a, b) => a.h - b.h).map((n) => [n.h, n.ctx, n.text, n.premise, n.creator, n.createdAt, n.seq]);
   const m2 = new Engine({ limits });
-  const e2 = new RowEngine({ limits });
+  const e2 = new RowDriver(new RowEngine({ limits }));
   const mo = m2.rebuild(rows, m.nextHandle, m.headSeq);
-  const ro = e2.rebuild(rows, m.nextHandle, m.headSeq);
+  const ro = e2.engine.rebuild(rows, m.nextHandle, m.headSeq);
   const where = `rebuild from ${JSON.stringify(rows)}`;
   const minted = new Set(mo.created.map((n) => `${n.ctx}|${n.text}`));
-  expect(sorted(ro.created.map((h) => e2.keyOf(h)!)), where).toEqual(sorted([...minted]));
+  expect(sorted(ro.created.map((h) => e2.engine.keyOf(h)!)), where).toEqual(sorted([...minted]));
   expect([...ro.removedHandles].sort(), where).toEqual([...mo.removedHandles].sort());
   const withHandles = (state: Map<string, object>, handles: Map<string, number>) =>
     new Map([...state].map(([k, st]) => [k, minted.has(k) ? st : { ...st, h: handles.get(k) }] as const).sort());
-  const mainHandles = new Map([...m2.index.byHandle.values()].map((n) => [`${n.ctx}|${n.text}`, n.h]));
+  const legacyHandles = new Map([...m2.index.byHandle.values()].map((n) => [`${n.ctx}|${n.text}`, n.h]));
   const rowHandles = new Map([...e2.dump()].map(([k, st]) => [k, st.h]));
-  expect(withHandles(rowState(e2), rowHandles), where).toEqual(withHandles(mainState(m2), mainHandles));
-  const labels = (e: RowEngine) => new Map([...e.dump()].map(([k, st]) => [k, st.label] as const).sort());
+  expect(withHandles(rowState(e2), rowHandles), where).toEqual(withHandles(legacyState(m2), legacyHandles));
+  const labels = (d: RowDriver) => new Map([...d.dump()].map(([k, st]) => [k, st.label] as const).sort());
   expect(labels(e2), `${where}: the live row engine held the same`).toEqual(labels(live));
 }
 
-describe("row engine spike against main's engine", () => {
+describe("row engine against the legacy engine (test/kb/oracle/legacy)", () => {
   it("stores the same sentexes with the same state and reports the same outcome after every write, and rebuilds the same", () => {
     fc.assert(
       fc.property(programArb, ([pool, batches]) => play(pool, batches)),
@@ -311,7 +316,7 @@ describe("row engine spike against main's engine", () => {
   });
 });
 
-describe("row engine spike against main's engine, examples", () => {
+describe("row engine against the legacy engine, examples", () => {
   it("a mask on a fact takes away the conclusions it supported where the mask is seen", () => {
     const pool: Entry[] = [
       { sentence: "(implies (p ?x) (q ?x))", context: "CxA" },
@@ -355,9 +360,9 @@ describe("row engine spike against main's engine, examples", () => {
       [4, "CxA", "(r One)", 0, null, 0, 3],
     ];
     const m = new Engine();
-    const e = new RowEngine();
+    const e = new RowDriver();
     const mo = m.rebuild(rows, 5, 3);
-    const ro = e.rebuild(rows, 5, 3);
+    const ro = e.engine.rebuild(rows, 5, 3);
     expect(ro.removedHandles).toEqual([2]);
     expect(ro.removedHandles).toEqual(mo.removedHandles);
     expect(ro.created).toEqual([]);

@@ -1,16 +1,21 @@
 /**
- * SPIKE: the row engine against the independent rules oracle, on programs drawn as main's
- * oracle test draws them (facts of either polarity and strength in four contexts with CxCore
- * among them, rules with negative antecedents and conclusions, genlCx links): after every
- * assert and retract, what it stores where, and each stored fact's label (out, default,
- * monotonic), are exactly the oracle's, `why` lists exactly the oracle's firings over IN for
- * each stored fact, and every context sees exactly the oracle's contradictions and conflicts.
+ * The row engine (src/kb/rowengine.ts) against the independent rules oracle
+ * (test/kb/oracle/rules-oracle.ts), on programs drawn as the engine's oracle test
+ * (rules-oracle.test.ts) draws them (facts of either polarity and strength in four contexts
+ * with CxCore among them, rules with negative antecedents and conclusions, genlCx links),
+ * driven one sentence per write through rowengine-driver.ts: after every assert and retract,
+ * what it stores where, and each stored fact's label (out, default, monotonic), are exactly
+ * the oracle's, `firings` lists exactly the oracle's firings over IN for each stored fact, and
+ * every context sees exactly the oracle's contradictions and conflicts (`clashPairs`). Then
+ * worked examples of single settles (a new conclusion defeating or widening the region, a
+ * link placing a conclusion).
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
-import { RowEngine, type RowLiteral, type RowStrength } from "../../src/kb/rowengine.js";
-import { evaluate, type OraclePremise } from "../kb/oracle/rules-oracle.js";
+import { RowDriver, type RowLiteral } from "./rowengine-driver.js";
+import { evaluate, type OraclePremise } from "./oracle/rules-oracle.js";
 import { parseTerm, printTerm } from "../../src/kb/term.js";
+import type { Strength } from "../../src/kb/write.js";
 
 const UNARY = ["p", "q", "r"] as const;
 const CONSTANTS = ["One", "Two"] as const;
@@ -41,7 +46,7 @@ const ruleArb = fc
     return { ants, head: { neg: consNeg, atom: [cons, viaEdge ? "?y" : "?x"] } as RowLiteral };
   });
 
-const strengthArb = fc.constantFrom<RowStrength>("default", "default", "monotonic");
+const strengthArb = fc.constantFrom<Strength>("default", "default", "monotonic");
 
 type Entry = { kind: "fact"; lit: RowLiteral; context: string } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral; context: string };
 const edgeArb = fc
@@ -56,7 +61,6 @@ const entryArb: fc.Arbitrary<Entry> = fc.oneof(
 const sentenceOf = (e: Entry) =>
   e.kind === "fact" ? text(e.lit) : `(implies ${e.ants.length === 1 ? text(e.ants[0]!) : `(and ${e.ants.map(text).join(" ")})`} ${text(e.head)})`;
 
-type Step = { kind: "assert"; i: number; strength: RowStrength } | { kind: "retract"; i: number };
 const programArb = fc
   .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: (e) => `${e.context}|${sentenceOf(e)}` })
   .chain((pool) =>
@@ -72,13 +76,13 @@ const programArb = fc
     ),
   );
 
-describe("row engine spike", () => {
+describe("row engine against the rules oracle", () => {
   it("stores and labels exactly as the oracle's fixpoint after every assert and retract of facts and rules", () => {
     fc.assert(
       fc.property(programArb, ([pool, steps]) => {
-        const e = new RowEngine();
+        const e = new RowDriver();
         /** Pool index -> its handle and strength while asserted. */
-        const live = new Map<number, { h: number; strength: RowStrength }>();
+        const live = new Map<number, { h: number; strength: Strength }>();
         /** Rule handle -> the oracle's key for it. */
         const ruleKey = new Map<number, string>();
         for (const s of steps) {
@@ -125,9 +129,9 @@ describe("row engine spike", () => {
   });
 });
 
-describe("row engine spike, examples", () => {
+describe("row engine, settle examples", () => {
   it("a monotonic conclusion new in a write defeats a stored default opposite that no dependent reaches", () => {
-    const e = new RowEngine();
+    const e = new RowDriver();
     e.assert({ neg: true, atom: ["q", "One"] }, "default");
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] });
     e.assert({ neg: false, atom: ["p", "One"] }, "monotonic");
@@ -138,7 +142,7 @@ describe("row engine spike, examples", () => {
   it("a conclusion outside the region that a fact new in this write moves widens the region (a new fact's rule concludes its stored opposite)", () => {
     // Found by the property after 24 791 programs: with an invariant in place of the widening,
     // the monotonic (r One) this write creates concludes (not (r One)), stored outside the region.
-    const e = new RowEngine();
+    const e = new RowDriver();
     e.assert({ neg: true, atom: ["r", "One"] }, "default");
     e.assertRule([{ neg: false, atom: ["r", "?x"] }], { neg: true, atom: ["r", "?x"] });
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["r", "?x"] });
@@ -148,7 +152,7 @@ describe("row engine spike, examples", () => {
   });
 
   it("a stored fact outside the region that a fact new in this write would raise joins the region", () => {
-    const e = new RowEngine();
+    const e = new RowDriver();
     e.assert({ neg: false, atom: ["s", "One"] }, "default");
     e.assertRule([{ neg: false, atom: ["q", "?x"] }], { neg: false, atom: ["s", "?x"] });
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] });
@@ -157,7 +161,7 @@ describe("row engine spike, examples", () => {
   });
 
   it("a link placed a conclusion: retracting the link takes the conclusion away", () => {
-    const e = new RowEngine();
+    const e = new RowDriver();
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] }, "CxA");
     e.assert({ neg: false, atom: ["p", "One"] }, "default", "CxB");
     expect(e.stored().has("CxB|(q One)")).toBe(false); // no context sees both CxA and CxB

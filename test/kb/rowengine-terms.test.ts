@@ -1,14 +1,16 @@
 /**
- * SPIKE: the row engine with list arguments (terms interned by canonical text, patterns with
- * variables inside a list matched against the term): after every assert and retract of facts
- * and rules whose arguments nest, what it stores and each stored fact's label, and `why`,
- * are exactly the rules oracle's.
+ * The row engine (src/kb/rowengine.ts) with list arguments (terms interned by canonical text,
+ * patterns with variables inside a list matched against the term), driven one sentence per
+ * write through rowengine-driver.ts: after every assert and retract of facts and rules whose
+ * arguments nest, what it stores and each stored fact's label, and each stored fact's
+ * `firings`, are exactly the rules oracle's (test/kb/oracle/rules-oracle.ts).
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
-import { RowEngine, type RowLiteral, type RowStrength } from "../../src/kb/rowengine.js";
-import { evaluate, type OraclePremise } from "../kb/oracle/rules-oracle.js";
+import { RowDriver, type RowLiteral } from "./rowengine-driver.js";
+import { evaluate, type OraclePremise } from "./oracle/rules-oracle.js";
 import { parseTerm, printTerm, type Term } from "../../src/kb/term.js";
+import type { Strength } from "../../src/kb/write.js";
 
 const C = fc.constantFrom("One", "Two");
 const lit = (neg: boolean, atom: Term[]): RowLiteral => ({ neg, atom });
@@ -37,13 +39,12 @@ const entryArb: fc.Arbitrary<Entry> = fc.oneof(
   { weight: 3, arbitrary: factArb.map((l) => ({ kind: "fact" as const, lit: l })) },
   { weight: 2, arbitrary: ruleArb.map((r) => ({ kind: "rule" as const, ...r })) },
 );
-type Step = { kind: "assert"; i: number; strength: RowStrength } | { kind: "retract"; i: number };
 const programArb = fc.uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: sentenceOf }).chain((pool) =>
   fc.tuple(
     fc.constant(pool),
     fc.array(
       fc.oneof(
-        { weight: 6, arbitrary: fc.record({ kind: fc.constant("assert" as const), i: fc.nat(pool.length - 1), strength: fc.constantFrom<RowStrength>("default", "default", "monotonic") }) },
+        { weight: 6, arbitrary: fc.record({ kind: fc.constant("assert" as const), i: fc.nat(pool.length - 1), strength: fc.constantFrom<Strength>("default", "default", "monotonic") }) },
         { weight: 3, arbitrary: fc.record({ kind: fc.constant("retract" as const), i: fc.nat(pool.length - 1) }) },
       ),
       { minLength: 1, maxLength: 14 },
@@ -51,12 +52,12 @@ const programArb = fc.uniqueArray(entryArb, { minLength: 1, maxLength: 8, select
   ),
 );
 
-describe("row engine spike, list arguments", () => {
+describe("row engine against the rules oracle, list arguments", () => {
   it("stores, labels and justifies exactly as the oracle's fixpoint after every step", () => {
     fc.assert(
       fc.property(programArb, ([pool, steps]) => {
-        const e = new RowEngine();
-        const live = new Map<number, { h: number; strength: RowStrength }>();
+        const e = new RowDriver();
+        const live = new Map<number, { h: number; strength: Strength }>();
         const ruleKey = new Map<number, string>();
         for (const s of steps) {
           const entry = pool[s.i]!;
