@@ -27,7 +27,7 @@ import { OUT, type PremiseMark, type Strength, type RemovalReason, type Bounded,
 import { RowEngine, type RowOutcome } from "./rowengine.js";
 
 export interface EngineLimits extends ParseLimits {
-  /** Most justifications one write may create before chaining stops (reported as `bounded`). */
+  /** Most new conclusions one write may store before chaining stops (reported as `bounded`). */
   maxDerivations: number;
   /** Deepest derivation chain followed (premises are depth 0). Not the parser's maxNestingDepth. */
   maxDepth: number;

@@ -1,10 +1,8 @@
 /**
- * SPIKE (branch spike/row-engine, not on main): the engine's belief semantics over integer
- * rows: facts of either polarity and strength in contexts linked by genlCx, rules with
- * negative antecedents and conclusions placed as main's engine places them, defeat of a
- * default by a monotonic opposite where some context sees both. What it answers:
- * how fast an engine can materialize and maintain a closure when derived facts are rows of
- * interned ids (no node object, no string-keyed map per fact), against the plain closure.
+ * The row engine: the stored sentexes and the settling of beliefs, over rows of interned ids.
+ * Facts of either polarity and strength sit in contexts linked by genlCx; rules may have
+ * negative antecedents; a default is defeated by a monotonic opposite where some context sees
+ * both. The checks a write passes are engine.ts's; this settles what they let through.
  *
  * The semantics (docs/rules.md):
  *  - a firing matches antecedents in any context and concludes in each placement context
@@ -16,20 +14,21 @@
  *    whose antecedents are all IN;
  *  - stored = premises, plus conclusions of firings whose antecedents are all IN.
  *
- * Representation: names interned to ids; a relation (`Rel`) per polarity, predicate and
- * arity: a column for the context and one per argument, an open-addressing hash for identity, an index per argument
- * position as chains through the rows with a count per id (a join takes the shortest bound
- * chain; a fully bound literal is one probe). A fact's state is columns of its relation:
- * stored, premise mark, label, the region it last joined, the strength firings gave it in
- * this relabelling. A row is never removed: a fact that leaves is marked not stored, and comes
- * back in place with its handle. No justification is stored: support is found by joining a
- * rule body with its head bound.
+ * Representation: names and ground lists interned to ids; a relation (`Rel`) per polarity,
+ * predicate and arity: a column for the context and one per argument, an open-addressing
+ * hash for identity, an index per argument position as chains through the rows with a count
+ * per id (a join takes the shortest bound chain; a fully bound literal is one probe). A
+ * fact's state is columns of its relation: stored, premise mark, label, depth, provenance, the
+ * region it last joined, the strength firings gave it in this relabelling. A row is never
+ * removed: a fact that leaves is marked not stored, and one that comes back takes its row
+ * again with a new handle. No justification is stored: support is found by joining a rule
+ * body with its head bound. A reader gets a view (`RowNode`) read live from the columns,
+ * through `RowIndex`.
  *
- * A write settles as the engine on main does: the region the write can influence
- * (dependents, found by joins instead of back-links, and opposites) forgets its labels and
- * is relabelled in two passes (monotonic, then default) with the rest held fixed; a
- * conclusion that would change outside it widens it; what is left OUT without a firing
- * over IN leaves the store.
+ * A write settles the region it can influence (dependents, found by joins instead of
+ * back-links, and opposites): the region forgets its labels and is relabelled in two passes
+ * (monotonic, then default) with the rest held fixed; a conclusion that would change outside
+ * it widens it; what is left OUT without a firing over IN leaves the store.
  */
 
 import { Topology } from "./contexts.js";
@@ -40,8 +39,7 @@ import type { CompiledRule } from "./compiled.js";
 import { OUT, IN_DEFAULT as DEF, IN_MONO as MONO, type Label, type Bounded, type PreparedAdd, type RemovalReason, type RawRow } from "./write.js";
 
 
-/** A fact reference: row * REL_SPAN + relation number. */
-const REL_SPAN = 1_024;
+
 
 class Rel {
   n = 0;
@@ -322,7 +320,8 @@ export class RowEngine {
   readonly names: string[] = [];
   /** id -> the term (a name, or a parsed list). */
   readonly terms: Term[] = [];
-  readonly rels = new Map<string, Rel>();
+  /** Relations by predicate, every polarity and arity (a short list: looked up without building a key). */
+  private readonly byPred = new Map<string, Rel[]>();
   readonly relList: Rel[] = [];
   /** Relations by predicate key (`p` or `~p`), every arity. */
   readonly relsByPred = new Map<string, Rel[]>();
@@ -381,6 +380,12 @@ export class RowEngine {
   private readonly ruleKeys = new Map<number, string>();
   headSeq = 0;
   readonly limits: RowLimits;
+  /**
+   * A fact reference is row * span + relation number. The span is a power of two above the
+   * relation count: it doubles when a relation would not fit, and every reference held is
+   * encoded again (`widenSpan`), so a reference stays a small integer while rows are few.
+   */
+  span: number;
   private readonly now: () => number;
 
   // Per-write state.
@@ -398,9 +403,12 @@ export class RowEngine {
   private bounded: Bounded | undefined;
   private topologyChanged = false;
 
-  constructor(opts: { limits?: Partial<RowLimits>; now?: () => number } = {}) {
+  /** `span`: the first relation span (tests start it small, so that widening it is exercised). */
+  constructor(opts: { limits?: Partial<RowLimits>; now?: () => number; span?: number } = {}) {
     this.limits = { maxDerivations: 2_000_000, maxDepth: 10_000, ...opts.limits };
     this.now = opts.now ?? Date.now;
+    this.span = opts.span ?? 1024;
+    if (!(this.span >= 1 && Number.isInteger(Math.log2(this.span)))) throw new Error(`invariant: the relation span is a power of two, got ${this.span}`);
   }
 
   /** The id of a name, or of a ground term by its canonical text (the engine's identity). */
@@ -422,12 +430,13 @@ export class RowEngine {
   /** The relation of a polarity, predicate and argument count (its rows have one column more: the context). */
   private rel(neg: boolean, pred: string, args: number): Rel {
     const arity = args + 1;
-    const key = `${neg ? "~" : ""}${pred}/${arity}`;
-    let r = this.rels.get(key);
+    let r = this.relFor(neg, pred, arity);
     if (!r) {
-      if (this.relList.length >= REL_SPAN) throw new Error(`spike: at most ${REL_SPAN} relations`);
+      if (this.relList.length >= this.span) this.widenSpan();
       r = new Rel(this.relList.length, pred, neg, arity);
-      this.rels.set(key, r);
+      const all = this.byPred.get(pred);
+      if (all) all.push(r);
+      else this.byPred.set(pred, [r]);
       this.relList.push(r);
       const pk = `${neg ? "~" : ""}${pred}`;
       const same = this.relsByPred.get(pk);
@@ -436,7 +445,7 @@ export class RowEngine {
       if (!neg && pred === "except") this.exceptRels.push(r);
       this.readers.push([]);
       this.writers.push([]);
-      const opp = this.rels.get(`${neg ? "" : "~"}${pred}/${arity}`);
+      const opp = this.relFor(!neg, pred, arity);
       if (opp) {
         r.opp = opp;
         opp.opp = r;
@@ -445,8 +454,34 @@ export class RowEngine {
     return r;
   }
 
+  /** The relation of a polarity, predicate and arity (argument count plus the context), if there is one. */
+  relFor(neg: boolean, pred: string, arity: number): Rel | undefined {
+    const all = this.byPred.get(pred);
+    if (all) for (const r of all) if (r.arity === arity && r.neg === neg) return r;
+    return undefined;
+  }
+
+  /**
+   * Double the span and encode every reference kept between writes again: the handles' and
+   * the mentions'. Called only where no other reference is in use: as a write begins, before
+   * it stores anything (`write` makes its relations first), or while rebuilding (its seeds are
+   * handles until the settle, and the rows it lists as created are dropped unread).
+   */
+  private widenSpan(): void {
+    if (this.queue.length || this.touched.length || (this.created.length && !this.reuse)) throw new Error("invariant: the relation span widens only before a write stores anything");
+    this.regionList = []; // the last settle's, read no more
+    this.widen = [];
+    const old = this.span;
+    const span = old * 2;
+    const again = (ref: number) => ((ref - (ref % old)) / old) * span + (ref % old);
+    const refs = this.handleRefs;
+    for (let h = 1; h < refs.length; h++) if (refs[h] !== undefined && refs[h]! >= 0) refs[h] = again(refs[h]!);
+    for (const [h, set] of this.mentions) this.mentions.set(h, new Set([...set].map(again)));
+    this.span = span;
+  }
+
   relOf(ref: number): Rel {
-    return this.relList[ref % REL_SPAN]!;
+    return this.relList[ref % this.span]!;
   }
 
   /** The row of the fact (created not stored when new). */
@@ -458,7 +493,7 @@ export class RowEngine {
   /** A new row for t (not held; `at` its atom slot when known), not stored yet, with a new handle. */
   private newRow(rel: Rel, t: Int32Array, at?: number): number {
     const r = rel.add(t, this.nextHandle, at);
-    this.handleRefs[this.nextHandle++] = r * REL_SPAN + rel.no;
+    this.handleRefs[this.nextHandle++] = r * this.span + rel.no;
     return r;
   }
 
@@ -482,6 +517,7 @@ export class RowEngine {
    */
   write(adds: readonly RowAdd[], removes: readonly number[], seq: number): RowOutcome {
     this.beginWrite(seq);
+    this.relationsOf(adds);
     const seeds: number[] = [];
     const addedHandles: number[] = [];
     const createdFlags: boolean[] = [];
@@ -505,7 +541,7 @@ export class RowEngine {
         const gone = this.deletedRecs[cascadedUpTo]!.h;
         for (const m of this.mentioning(gone)) {
           const rel = this.relOf(m);
-          const r = (m - rel.no) / REL_SPAN;
+          const r = (m - rel.no) / this.span;
           if (rel.premise[r] !== 0 && this.isMarked("targetFollowingPredicate", rel.pred)) next.push(rel.handle[r]!);
         }
         this.sentenceFollowers(gone, next);
@@ -524,7 +560,7 @@ export class RowEngine {
     const out: number[] = [];
     for (const ref of refs) {
       const rel = this.relOf(ref);
-      if (rel.stored[(ref - rel.no) / REL_SPAN]) out.push(ref);
+      if (rel.stored[(ref - rel.no) / this.span]) out.push(ref);
     }
     return out;
   }
@@ -548,7 +584,7 @@ export class RowEngine {
 
   /** Index row r under every handle its arguments name (once; a revived row is indexed already). */
   private indexMentions(rel: Rel, r: number): void {
-    const ref = r * REL_SPAN + rel.no;
+    const ref = r * this.span + rel.no;
     for (let p = 1; p < rel.arity; p++) {
       const v = rel.cols[p]![r]!;
       for (const h of this.termHandles[v] ?? []) {
@@ -561,7 +597,7 @@ export class RowEngine {
 
   /** Whether a believed `(marker pred)` is stored in some context. */
   private isMarked(marker: string, pred: string): boolean {
-    const rel = this.rels.get(`${marker}/2`);
+    const rel = this.relFor(false, marker, 2);
     const id = this.ids.get(pred);
     if (!rel || id === undefined) return false;
     const t = this.probe;
@@ -575,7 +611,7 @@ export class RowEngine {
    * holding the text of the sentex `gone`, in its context, follows it out of the store.
    */
   private sentenceFollowers(gone: number, out: number[]): void {
-    const decls = this.rels.get("sentenceFollowingPredicate/3");
+    const decls = this.relFor(false, "sentenceFollowingPredicate", 3);
     if (!decls) return;
     const key = this.keyOf(gone)!;
     const bar = key.indexOf("|");
@@ -623,7 +659,7 @@ export class RowEngine {
     if (!refs) return false;
     for (const m of refs) {
       const rel = this.relOf(m);
-      const r = (m - rel.no) / REL_SPAN;
+      const r = (m - rel.no) / this.span;
       if (rel.neg || rel.pred !== "except" || !rel.stored[r] || rel.label[r] === OUT || rel.arity < 2) continue;
       if (handleOfTerm(this.terms[rel.cols[1]![r]!]!) === h && this.topology.sees(this.names[ctx]!, this.names[rel.cols[0]![r]!]!)) return true;
     }
@@ -634,6 +670,20 @@ export class RowEngine {
   private masked(): boolean {
     for (const rel of this.exceptRels) if (rel.storedCount > 0) return true;
     return false;
+  }
+
+  /**
+   * Make the relations a write's adds read and write before it stores anything, when they
+   * could outgrow the span: the span then widens while no reference is held.
+   */
+  private relationsOf(adds: readonly RowAdd[]): void {
+    let lits = 0;
+    for (const a of adds) lits += a.rule ? a.rule.antecedents.length + 1 : 1;
+    if (this.relList.length + lits < this.span) return;
+    for (const a of adds) {
+      if (!a.rule) this.rel(a.neg, a.atom[0] as string, a.atom.length - 1);
+      else for (const l of [...a.rule.antecedents, a.rule.consequent]) this.rel(l.neg, l.atom[0] as string, l.atom.length - 1);
+    }
   }
 
   private addFact(a: RowAdd, seeds: number[]): [number, boolean] {
@@ -651,7 +701,7 @@ export class RowEngine {
         }
         rel.premise[r] = a.mark;
         this.updated.add(rel.handle[r]!);
-        seeds.push(r * REL_SPAN + rel.no);
+        seeds.push(r * this.span + rel.no);
       }
       return [rel.handle[r]!, false];
     }
@@ -663,7 +713,7 @@ export class RowEngine {
       if (this.topology.addEdge(a.atom[1] as string, a.atom[2] as string, rel.handle[r]!)) this.topologyChanged = true;
     }
     this.seedMaskTarget(rel, r, seeds);
-    seeds.push(r * REL_SPAN + rel.no);
+    seeds.push(r * this.span + rel.no);
     return [rel.handle[r]!, true];
   }
 
@@ -690,7 +740,7 @@ export class RowEngine {
     }
     if (creator !== 0 || !made) rel.creator[r] = creator;
     if (createdAt !== 0 || !made) rel.createdAt[r] = createdAt;
-    if (!listed) this.created.push(r * REL_SPAN + rel.no);
+    if (!listed) this.created.push(r * this.span + rel.no);
   }
 
   /** A creator as the column holds it: 0 for none, else its name's id + 1. */
@@ -701,7 +751,7 @@ export class RowEngine {
   /** A row that left the store comes back as a new sentex: a new handle (the old one stays retired). */
   private reviveRow(rel: Rel, r: number): number {
     rel.handle[r] = this.nextHandle;
-    this.handleRefs[this.nextHandle++] = r * REL_SPAN + rel.no;
+    this.handleRefs[this.nextHandle++] = r * this.span + rel.no;
     return r;
   }
 
@@ -793,7 +843,7 @@ export class RowEngine {
       return;
     }
     const rel = this.relOf(ref);
-    const r = (ref - rel.no) / REL_SPAN;
+    const r = (ref - rel.no) / this.span;
     if (rel.handle[r] !== h || !rel.stored[r] || !rel.premise[r]) return;
     rel.premise[r] = 0;
     this.updated.add(h);
@@ -807,7 +857,7 @@ export class RowEngine {
   private everything(): number[] {
     this.places.clear();
     const out: number[] = [];
-    for (const rel of this.relList) for (let r = 0; r < rel.n; r++) if (rel.stored[r]) out.push(r * REL_SPAN + rel.no);
+    for (const rel of this.relList) for (let r = 0; r < rel.n; r++) if (rel.stored[r]) out.push(r * this.span + rel.no);
     return out;
   }
 
@@ -845,7 +895,7 @@ export class RowEngine {
     if (rel.writeNo[r] === this.writeNo) return;
     rel.writeNo[r] = this.writeNo;
     rel.before[r] = rel.label[r] as Label;
-    this.touched.push(r * REL_SPAN + rel.no);
+    this.touched.push(r * this.span + rel.no);
   }
 
   /** Row r leaves the store: its handle, label before the write and reason go to the outcome. */
@@ -862,7 +912,7 @@ export class RowEngine {
     const deleted: { h: number; reason: RemovalReason }[] = [];
     for (const ref of this.touched) {
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       if (!rel.stored[r] || rel.before[r] === -1) continue; // gone: in deletedRecs; stored again: in created
       const wasIn = rel.before[r]! > 0;
       const isIn = rel.label[r]! > 0;
@@ -890,7 +940,7 @@ export class RowEngine {
         continue;
       }
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       if (!rel.stored[r]) continue;
       const h = rel.handle[r]!;
       created[nc++] = h;
@@ -935,7 +985,7 @@ export class RowEngine {
     const ref = this.handleRefs[h]!;
     if (ref < 0) return this.rules.get(h)!.writeNo === this.writeNo;
     const rel = this.relOf(ref);
-    const r = (ref - rel.no) / REL_SPAN;
+    const r = (ref - rel.no) / this.span;
     return rel.writeNo[r] === this.writeNo && rel.before[r] === -1;
   }
 
@@ -957,7 +1007,7 @@ export class RowEngine {
       return rule ? new RowNode(this, h, undefined, 0, rule) : undefined;
     }
     const rel = this.relOf(ref);
-    return new RowNode(this, h, rel, (ref - rel.no) / REL_SPAN, undefined);
+    return new RowNode(this, h, rel, (ref - rel.no) / this.span, undefined);
   }
 
   /** Whether handle h names a stored sentex (a fact row still holding it, or a rule). */
@@ -966,7 +1016,7 @@ export class RowEngine {
     if (ref === undefined) return false;
     if (ref < 0) return this.rules.has(h);
     const rel = this.relOf(ref);
-    const r = (ref - rel.no) / REL_SPAN;
+    const r = (ref - rel.no) / this.span;
     return rel.handle[r] === h && rel.stored[r] === 1;
   }
 
@@ -1005,15 +1055,16 @@ export class RowEngine {
       t[0] = this.id(ctx);
       for (let i = 1; i < atom.length; i++) t[i] = this.termId(atom[i]!);
       const r = rel.add(t, handle);
-      this.handleRefs[handle] = r * REL_SPAN + rel.no;
+      this.handleRefs[handle] = r * this.span + rel.no;
       this.storeNew(rel, r, premise, this.creatorId(creator), createdAt, true);
       rel.seq[r] = seq;
       rel.before[r] = OUT; // a row read back is no change of belief by itself
       if (!neg && atom[0] === "genlCx" && atom.length === 3) this.topology.addEdge(atom[1] as string, atom[2] as string, handle);
-      seeds.push(r * REL_SPAN + rel.no);
+      seeds.push(handle); // a handle, not a reference: the span may widen while rows are read
     }
     this.created = [];
     this.places.clear();
+    for (let i = 0; i < seeds.length; i++) seeds[i] = this.handleRefs[seeds[i]!]!;
     this.settle(seeds);
     const stale: number[] = [];
     for (const { h } of this.reuse.values()) if (!this.live(h)) stale.push(h);
@@ -1033,7 +1084,7 @@ export class RowEngine {
   private enter(rel: Rel, r: number): void {
     if (rel.region[r] === this.regionNo) return;
     rel.region[r] = this.regionNo;
-    this.regionList.push(r * REL_SPAN + rel.no);
+    this.regionList.push(r * this.span + rel.no);
   }
 
   private settle(seeds: number[]): void {
@@ -1054,7 +1105,7 @@ export class RowEngine {
     this.regionList = [];
     for (const s of seeds) {
       const rel = this.relOf(s);
-      const r = (s - rel.no) / REL_SPAN;
+      const r = (s - rel.no) / this.span;
       if (rel.stored[r]) this.enter(rel, r);
     }
     this.mode = Mode.Depend;
@@ -1062,7 +1113,7 @@ export class RowEngine {
     for (let i = 0; i < this.regionList.length; i++) {
       const ref = this.regionList[i]!;
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       this.fireFrom(rel, r);
       const opp = rel.opp;
       if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o]) this.enter(opp, o);
@@ -1074,7 +1125,7 @@ export class RowEngine {
     const list = this.regionList;
     for (const ref of list) {
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       this.touch(rel, r);
       rel.label[r] = OUT;
       rel.pending[r] = OUT;
@@ -1086,13 +1137,13 @@ export class RowEngine {
     for (let i = 0; i < list.length; i++) {
       const ref = list[i]!;
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       if (rel.premise[r] === MONO) this.establish(rel, r, MONO);
     }
     for (let i = 0; i < list.length; i++) {
       const ref = list[i]!;
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       if (rel.label[r] === OUT && !rel.fresh[r] && this.supported(rel, r, MONO)) this.establish(rel, r, MONO);
     }
     // New rules fire once over everything, after the monotonic premises (a mask among them hides from these firings too).
@@ -1103,7 +1154,7 @@ export class RowEngine {
     for (let i = 0; i < list.length; i++) {
       const ref = list[i]!;
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       if (rel.label[r] !== OUT) continue;
       const backed = rel.premise[r] === DEF || rel.pending[r] >= DEF || (!rel.fresh[r] && this.supported(rel, r, DEF));
       if (backed && !this.defeated(rel, r)) this.establish(rel, r, DEF);
@@ -1113,7 +1164,7 @@ export class RowEngine {
 
   private establish(rel: Rel, r: number, label: Label): void {
     rel.label[r] = label;
-    this.queue.push(r * REL_SPAN + rel.no);
+    this.queue.push(r * this.span + rel.no);
   }
 
   private drain(): void {
@@ -1121,7 +1172,7 @@ export class RowEngine {
     while (q.length) {
       const ref = q.pop()!;
       const rel = this.relOf(ref);
-      this.fireFrom(rel, (ref - rel.no) / REL_SPAN);
+      this.fireFrom(rel, (ref - rel.no) / this.span);
     }
   }
 
@@ -1168,7 +1219,7 @@ export class RowEngine {
     const list = this.regionList;
     for (const ref of list) {
       const rel = this.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.span;
       rel.fresh[r] = 0;
       if (!rel.stored[r] || rel.label[r] !== OUT || rel.premise[r] !== 0) continue;
       if (rel.pending[r] >= DEF || this.supported(rel, r, DEF)) continue;
@@ -1180,7 +1231,7 @@ export class RowEngine {
 
   /** Every firing with row r of `rel` at one of its literals, the rest joined. */
   private fireFrom(rel: Rel, r: number): void {
-    const ref = r * REL_SPAN + rel.no;
+    const ref = r * this.span + rel.no;
     for (const { rule, i } of this.readers[rel.no]!) {
       const mark = this.trail.length;
       if (this.match(rule.lits[i]!, rel, r)) {
@@ -1310,7 +1361,7 @@ export class RowEngine {
     }
     const mark = this.trail.length;
     if (this.match(rule.lits[k]!, rel, row)) {
-      this.ants[k] = row * REL_SPAN + rel.no;
+      this.ants[k] = row * this.span + rel.no;
       this.join(rule, k + 1, fixed);
     }
     this.undo(mark);
@@ -1353,7 +1404,7 @@ export class RowEngine {
     for (let i = 0; i < rule.lits.length; i++) {
       const a = this.ants[i]!;
       const rel = this.relOf(a);
-      if (this.hiddenFrom(rel.handle[(a - rel.no) / REL_SPAN]!, ctx)) return true;
+      if (this.hiddenFrom(rel.handle[(a - rel.no) / this.span]!, ctx)) return true;
     }
     return false;
   }
@@ -1379,7 +1430,7 @@ export class RowEngine {
     for (let i = 0; i < rule.lits.length; i++) {
       const a = this.ants[i]!;
       const ar = this.relOf(a);
-      const ai = (a - ar.no) / REL_SPAN;
+      const ai = (a - ar.no) / this.span;
       const lab = ar.label[ai]! as Label;
       if (lab < strength) strength = lab;
       if (ar.depth[ai]! > depth) depth = ar.depth[ai]!;
@@ -1404,7 +1455,7 @@ export class RowEngine {
         const made = r < 0;
         if (made) r = rel.add(t, reused.h, at);
         else rel.handle[r] = reused.h;
-        this.handleRefs[reused.h] = r * REL_SPAN + rel.no;
+        this.handleRefs[reused.h] = r * this.span + rel.no;
         this.storeNew(rel, r, 0, this.creatorId(reused.creator), reused.createdAt, made);
         rel.seq[r] = reused.seq;
         rel.before[r] = OUT;
@@ -1419,7 +1470,7 @@ export class RowEngine {
       this.enter(rel, r);
       // A new conclusion can defeat, or be defeated by, an opposite outside the region.
       const opp = rel.opp;
-      if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * REL_SPAN + opp.no);
+      if (opp) for (const o of opp.sameAtom(rel, r, this.opProbe)) if (opp.stored[o] && opp.region[o] !== this.regionNo) this.widen.push(o * this.span + opp.no);
     }
     if (strength > rel.pending[r]!) rel.pending[r] = strength;
     if (rel.premise[r] === 0 && (rel.depth[r] === 0 || depth < rel.depth[r]!)) rel.depth[r] = depth;
@@ -1436,7 +1487,7 @@ export class RowEngine {
       // A stored conclusion outside the region that this firing would move: a dependent of a
       // fact this relabelling created (the closure could not see it), e.g. the opposite a new
       // conclusion's own rule concludes. The region widens to it and the settle runs again.
-      this.widen.push(r * REL_SPAN + rel.no);
+      this.widen.push(r * this.span + rel.no);
     }
   }
 
@@ -1453,7 +1504,7 @@ export class RowEngine {
 
   private textOf(ref: number): string {
     const rel = this.relOf(ref);
-    const r = (ref - rel.no) / REL_SPAN;
+    const r = (ref - rel.no) / this.span;
     const parts = [rel.pred];
     for (let p = 1; p < rel.arity; p++) parts.push(this.names[rel.cols[p]![r]!]!);
     const atom = `(${parts.join(" ")})`;
@@ -1470,7 +1521,7 @@ export class RowEngine {
     const ref = this.handleRefs[h]!;
     if (ref < 0) return [];
     const rel = this.relOf(ref);
-    const r = (ref - rel.no) / REL_SPAN;
+    const r = (ref - rel.no) / this.span;
     this.mode = Mode.Collect;
     this.minLabel = DEF;
     this.testCtx = rel.cols[0]![r]!;
@@ -1486,7 +1537,7 @@ export class RowEngine {
 
   private handleOfRef(ref: number): number {
     const rel = this.relOf(ref);
-    return rel.handle[(ref - rel.no) / REL_SPAN]!;
+    return rel.handle[(ref - rel.no) / this.span]!;
   }
 
   /** Whether a believed mask `ctx` sees hides sentex h there. */
@@ -1663,7 +1714,7 @@ export class RowIndex {
       const rule = neg ? undefined : this.e.ruleByKey.get(`${ctx}|${printTerm(atom)}`);
       return rule ? this.e.view(rule.handle) : undefined;
     }
-    const rel = this.e.rels.get(`${neg ? "~" : ""}${atom[0]}/${atom.length}`);
+    const rel = this.e.relFor(neg, atom[0] as string, atom.length);
     const t = rel && this.argIds(atom);
     const c = this.e.ids.get(ctx);
     if (!rel || !t || c === undefined) return undefined;
@@ -1680,7 +1731,7 @@ export class RowIndex {
     }
     const out: RowNode[] = [];
     for (const neg of [false, true]) {
-      const rel = this.e.rels.get(`${neg ? "~" : ""}${atom[0]}/${atom.length}`);
+      const rel = this.e.relFor(neg, atom[0] as string, atom.length);
       const t = rel && this.argIds(atom);
       if (!rel || !t) continue;
       for (let r = rel.atomHead(t); r >= 0; r = rel.atomNext[r]!) if (rel.stored[r]) out.push(this.e.view(rel.handle[r]!)!);
@@ -1744,7 +1795,7 @@ export class RowIndex {
     const out: RowNode[] = [];
     for (const ref of refs) {
       const rel = this.e.relOf(ref);
-      const r = (ref - rel.no) / REL_SPAN;
+      const r = (ref - rel.no) / this.e.span;
       if (rel.stored[r]) out.push(this.e.view(rel.handle[r]!)!);
     }
     return out;

@@ -157,7 +157,9 @@ function play(pool: Entry[], batches: Batch[], limits: { maxDerivations: number;
   let clock = 1_000;
   const scratch = new Engine();
   const m = new Engine({ limits, now: () => clock });
-  const e = new RowEngine({ limits, now: () => clock });
+  // A first span of 2 relations: the span widens (every held reference encoded again) as
+  // writes make new relations, and while a rebuild reads its rows.
+  const e = new RowEngine({ limits, now: () => clock, span: 2 });
   const d = new RowDriver(e);
   /** Pool index -> each engine's handle for it, while stored. */
   const legacyH = new Map<number, number>();
@@ -282,7 +284,7 @@ function sameReads(m: Engine, e: RowEngine, where: string) {
 function rebuildBoth(m: Engine, live: RowDriver, limits: { maxDerivations: number; maxDepth: number }) {
   const rows: RawRow[] = [...m.index.byHandle.values()].sort((a, b) => a.h - b.h).map((n) => [n.h, n.ctx, n.text, n.premise, n.creator, n.createdAt, n.seq]);
   const m2 = new Engine({ limits });
-  const e2 = new RowDriver(new RowEngine({ limits }));
+  const e2 = new RowDriver(new RowEngine({ limits, span: 2 }));
   const mo = m2.rebuild(rows, m.nextHandle, m.headSeq);
   const ro = e2.engine.rebuild(rows, m.nextHandle, m.headSeq);
   const where = `rebuild from ${JSON.stringify(rows)}`;
