@@ -127,7 +127,7 @@ export class DeclMemo {
 
 export class Engine {
   private readonly rows: RowEngine;
-  /** The stored sentexes, read as views (main's index API over the rows). */
+  /** The stored sentexes, read as views (the index's read API over the rows). */
   readonly index;
   readonly topology;
   /** What the checks have looked up about declarations since a write last touched one (DeclMemo). */

@@ -272,7 +272,7 @@ interface Rule {
   seq: number;
   /** The write that stored it. */
   writeNo: number;
-  /** The rule as main's engine compiled it, and its whole `(implies ...)` term (what a view shows). */
+  /** The rule as compiled.ts compiled it, and its whole `(implies ...)` term (what a view shows). */
   compiled: CompiledRule;
   term: List;
   lits: Lit[];
@@ -280,7 +280,7 @@ interface Rule {
   slots: number;
 }
 
-/** An add as the engine's checks prepared it (main's `PreparedAdd`). */
+/** An add as the engine's checks prepared it (`PreparedAdd`). */
 export type RowAdd = Pick<PreparedAdd, "ctx" | "neg" | "atom" | "text" | "rule" | "mark" | "creator">;
 
 export interface RowLimits {
@@ -288,7 +288,7 @@ export interface RowLimits {
   maxDepth: number;
 }
 
-/** A write's outcome as main's `WriteOutcome`, by handle. */
+/** A write's outcome (engine.ts `WriteOutcome`), by handle. */
 export interface RowOutcome {
   seq: number | undefined;
   addedHandles: number[];
@@ -508,7 +508,7 @@ export class RowEngine {
   }
 
   /**
-   * Apply a checked batch as one write (main's `Engine.apply`): the adds, then the removes,
+   * Apply a checked batch as one write: the adds, then the removes,
    * settled together. A fact's add stores it or raises its premise mark; a rule's add stores
    * it once per context and text. A remove clears a premise mark (a fact still derived stays,
    * as a conclusion) or takes a rule away. `(genlCx A B)` is a link: every stored fact
@@ -535,7 +535,7 @@ export class RowEngine {
       this.topologyChanged = false;
       seeds.length = 0;
       // The cascade: a target-following premise naming a sentex that left the store goes
-      // too, as does a sentence-following premise holding its text (main's `apply`).
+      // too, as does a sentence-following premise holding its text.
       const next: number[] = [];
       for (; cascadedUpTo < this.deletedRecs.length; cascadedUpTo++) {
         const gone = this.deletedRecs[cascadedUpTo]!.h;
@@ -995,7 +995,7 @@ export class RowEngine {
     return ref < 0 ? "implies" : this.relOf(ref).pred;
   }
 
-  /** Main's index read API over the rows. */
+  /** The index's read API over the rows. */
   readonly index = new RowIndex(this);
 
   /** A view of handle h (stored or retired), or undefined for a handle never minted. */
@@ -1023,7 +1023,7 @@ export class RowEngine {
   // ------------------------------------------------------------------ rebuild
 
   /**
-   * Rebuild from stored rows (main's `Engine.rebuild`): premises and rules re-enter with their
+   * Rebuild from stored rows (a reopen): premises and rules re-enter with their
    * handles, every fact settles once, and a conclusion derived again takes back its stored
    * row's handle, seq, creator and time. Stored conclusions no longer derivable are listed in
    * `removedHandles`.
@@ -1593,7 +1593,7 @@ function sortHandles(hs: number[]): void {
 // ------------------------------------------------------------------ views
 
 /**
- * A stored sentex as the code outside the engine reads it (the fields `Node` has on main),
+ * A stored sentex as the code outside the engine reads it (the `Node` type),
  * made when a reader asks and read live from the rows: nothing per fact is kept for it. A
  * view of a handle that has left the store still reads its context and text (rows are never
  * removed), and `gone` is true.
@@ -1672,9 +1672,9 @@ const EMPTY_VIEWS: readonly RowNode[] = [];
 const NO_RELS: readonly Rel[] = [];
 
 /**
- * Main's `MemIndex` read API over the rows: what the checks, queries, disputes and the kb read.
+ * The read API over the rows: what the checks, queries, disputes and the kb read.
  * Candidates are the stored rows of the smallest bound argument's chains (counts include rows
- * that left the store, so the choice can differ from main's; the matches cannot).
+ * that left the store: they pick the chain, never the matches).
  */
 export class RowIndex {
   constructor(private readonly e: RowEngine) {}
@@ -1746,7 +1746,7 @@ export class RowIndex {
 
   /** Candidates for a literal pattern: the stored rows of the smallest bound argument's chains, else every stored row of the predicate. */
   *candidates(key: string, pattern: List): Iterable<RowNode> {
-    const rels = this.relsOf(key); // (rules are not candidates, as on main)
+    const rels = this.relsOf(key); // (rules are never candidates)
     let pos = -1;
     let id = -1;
     let best = Infinity;
