@@ -22,8 +22,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openKb, type Kb } from "../src/kb/index.js";
-import { MemIndex } from "../src/kb/memindex.js";
-import { Node } from "../src/kb/node.js";
 import { EngineDriver } from "./engine-driver.js";
 
 export type Edge = [number, number];
@@ -226,64 +224,6 @@ export class SemiNaiveClosure implements Closure {
   }
   async close() {
     this.reach = [];
-  }
-}
-
-/**
- * Our in-memory index alone holding the closure: `load` stores the edges as nodes and finds
- * every reach pair (untimed, semi-naively, in the plain closure's order: by rounds); `derive`
- * makes each pair a node, looks its identity up, and adds it, as a firing that concludes a new
- * fact does, with no rule, join, justification or belief label. What the engine spends beyond
- * this is its reasoning; this itself is the price of the index's representation.
- */
-export class IndexOnlyClosure implements Closure {
-  index = new MemIndex();
-  private names: string[] = [];
-  private pairs: number[] = [];
-  private handle = 1;
-  private facts = 0;
-  async load(edges: Edge[]) {
-    let n = 0;
-    for (const [a, b] of edges) n = Math.max(n, a + 1, b + 1);
-    this.names = Array.from({ length: n }, (_, i) => `N${i}`);
-    for (const [a, b] of edges) this.index.add(new Node(this.handle++, this.index.intern("CxGraph"), false, ["edge", this.names[a]!, this.names[b]!], undefined, null, 1, null, 0, 0));
-    const preds: number[][] = Array.from({ length: n }, () => []);
-    const reach: Set<number>[] = Array.from({ length: n }, () => new Set());
-    const pairs: number[] = [];
-    const found = (x: number, z: number, into: number[]) => {
-      if (reach[x]!.has(z)) return;
-      reach[x]!.add(z);
-      into.push(x, z);
-      pairs.push(x, z);
-    };
-    let delta: number[] = [];
-    for (const [a, b] of edges) {
-      preds[b]!.push(a);
-      found(a, b, delta);
-    }
-    while (delta.length) {
-      const next: number[] = [];
-      for (let i = 0; i < delta.length; i += 2) for (const x of preds[delta[i]!]!) found(x, delta[i + 1]!, next);
-      delta = next;
-    }
-    this.pairs = pairs;
-  }
-  async derive() {
-    const ctx = this.index.intern("CxGraph");
-    const { index, names, pairs } = this;
-    for (let i = 0; i < pairs.length; i += 2) {
-      const atom = ["reach", names[pairs[i]!]!, names[pairs[i + 1]!]!];
-      if (index.find(ctx, false, atom)) throw new Error(`invariant: reach pair ${i / 2} is new`);
-      index.add(new Node(this.handle++, ctx, false, atom, undefined, null, 0, null, 0, 0));
-    }
-    this.facts = pairs.length / 2;
-  }
-  count() {
-    return this.facts;
-  }
-  async close() {
-    this.pairs = [];
-    this.index = new MemIndex(); // what it held is freed before the next system is timed
   }
 }
 
@@ -520,12 +460,11 @@ export class BulkRowsClosure implements Closure {
   }
 }
 
-export type SystemName = "engine" | "kb" | "seminaive" | "index" | "rows";
+export type SystemName = "engine" | "kb" | "seminaive" | "rows";
 
 export const openClosure = {
   engine: async (): Promise<Incremental> => new EngineClosure(),
   kb: (): Promise<Incremental> => new KbClosure().open(),
   seminaive: async (): Promise<Closure> => new SemiNaiveClosure(),
-  index: async (): Promise<Closure> => new IndexOnlyClosure(),
   rows: async (): Promise<Closure> => new BulkRowsClosure(),
 };

@@ -19,7 +19,8 @@
  */
 import { KbError } from "./errors.js";
 import type { Kb } from "./kb.js";
-import { OUT, type Node, justsOf } from "./node.js";
+import type { Node } from "./node.js";
+import { OUT } from "./write.js";
 import { parseTerm, printTerm, stringAtom, stringValue } from "./term.js";
 import { literalShape } from "./sentence.js";
 import { contextFor, agentFor, isAgentId } from "./identity.js";
@@ -247,15 +248,15 @@ export function contestedPremises(kb: Kb, sentence: string, ctx: string): number
   const visible = kb.visibleFrom(ctx);
   const sides = new Set<number>();
   for (const d of disputesIn(kb, ctx)) for (const s of d.sides) sides.add(s.handle);
-  const seen = new Set<Node>();
+  const seen = new Set<number>(); // by handle: each read makes a fresh view of a sentex
   const stack = kb.engine.index.withAtom(lit.atom).filter((n) => n.neg === lit.neg && n.label !== OUT && visible(n));
   const out = new Set<number>();
   while (stack.length) {
     const n = stack.pop()!;
-    if (seen.has(n)) continue;
-    seen.add(n);
+    if (seen.has(n.h)) continue;
+    seen.add(n.h);
     if (sides.has(n.h)) out.add(n.h);
-    for (const j of justsOf(n)) for (const a of j.ants) stack.push(a);
+    for (const j of kb.engine.justsOf(n)) for (const a of j.ants) stack.push(a);
   }
   return [...out].sort((a, b) => a - b);
 }

@@ -6,8 +6,7 @@
  * binding objects.
  */
 import { type List, type Term, isVariable, termEquals, printTerm } from "./term.js";
-import type { Literal, RuleShape } from "./sentence.js";
-import { predKey } from "./node.js";
+import { predKey, type Literal, type RuleShape } from "./sentence.js";
 
 export type Pat = string | number | Pat[];
 

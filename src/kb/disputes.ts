@@ -14,7 +14,8 @@
  */
 import { KbError } from "./errors.js";
 import { type Kb, type ClashSide, clashId } from "./kb.js";
-import { OUT, type Node, justsOf } from "./node.js";
+import type { Node } from "./node.js";
+import { OUT } from "./write.js";
 import { parseTerm, printTerm } from "./term.js";
 import { literalShape } from "./sentence.js";
 
@@ -88,7 +89,7 @@ export function disputesIn(kb: Kb, ctx: string): Dispute[] {
 
 const createdAt = (kb: Kb, h: number): number => {
   const n = kb.engine.index.byHandle.get(h);
-  return n ? assertedAt(n, new Map()) : 0;
+  return n ? assertedAt(kb, n, new Map()) : 0;
 };
 
 /**
@@ -97,19 +98,19 @@ const createdAt = (kb: Kb, h: number): number => {
  * createdAt 0, and 0 would make every dispute between derived sides older than any stale
  * timeout, so sweepStale marked it stale at its first sweep.
  */
-function assertedAt(n: Node, memo: Map<Node, number>): number {
+function assertedAt(kb: Kb, n: Node, memo: Map<number, number>): number {
   if (n.premise !== 0) return n.createdAt;
-  const known = memo.get(n);
+  const known = memo.get(n.h); // by handle: each read makes a fresh view of a sentex
   if (known !== undefined) return known;
-  memo.set(n, 0); // a support cycle adds nothing
+  memo.set(n.h, 0); // a support cycle adds nothing
   let best = Infinity;
-  for (const j of justsOf(n)) {
-    let t = assertedAt(j.rule, memo);
-    for (const a of j.ants) t = Math.max(t, assertedAt(a, memo));
+  for (const j of kb.engine.justsOf(n)) {
+    let t = assertedAt(kb, j.rule, memo);
+    for (const a of j.ants) t = Math.max(t, assertedAt(kb, a, memo));
     best = Math.min(best, t);
   }
   const at = Number.isFinite(best) ? best : 0;
-  memo.set(n, at);
+  memo.set(n.h, at);
   return at;
 }
 

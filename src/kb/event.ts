@@ -19,7 +19,7 @@
  * compact encoding hold; it decodes as it always did, and so do bodies of one row per
  * added sentex.
  */
-import type { Bounded, RemovalReason, Strength } from "./engine.js";
+import type { Bounded, RemovalReason, Strength } from "./write.js";
 import { locatorOf } from "./term.js";
 import { eachRow, RunWriter, type Row, type Run } from "./runs.js";
 

@@ -2,7 +2,8 @@
 export { openKb, Kb, clashId } from "./kb.js";
 export type { KbOptions, KbFailure, ReadAt, SentexRecord, RemovedEntry, FeedEvent, AssertResult, EditBatch, EditResult, WhyResult, ClashEntry, ClashSide, EventListener } from "./kb.js";
 export { DEFAULT_READ_LIMITS, type ReadLimits } from "./query.js";
-export type { AddEntry, Strength, RemovalReason, EngineLimits, Bounded } from "./engine.js";
+export type { AddEntry, EngineLimits } from "./engine.js";
+export type { Strength, RemovalReason, Bounded } from "./write.js";
 export { DEFAULT_ENGINE_LIMITS } from "./engine.js";
 export type { FsyncFn, CheckpointLimits } from "./store.js";
 export { DEFAULT_CHECKPOINT, DEFAULT_INLINE_FSYNC_MAX_MS } from "./store.js";

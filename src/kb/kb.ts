@@ -26,10 +26,12 @@ import { mkdirSync } from "node:fs";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { dirname } from "node:path";
 import { KbError, type Problem } from "./errors.js";
-import { Engine, type AddEntry, type EngineLimits, type Strength, type WriteOutcome, type RemovalReason, type Bounded, type PreparedAdd, type WrittenAdd } from "./engine.js";
+import { Engine, type AddEntry, type EngineLimits, type WriteOutcome, type WrittenAdd } from "./engine.js";
+import type { Strength, RemovalReason, Bounded, PreparedAdd } from "./write.js";
 import { SqliteStore, type CheckpointLimits, type FsyncFn } from "./store.js";
 import { NotWriterError, type Durability, type LoggedEvent, type StoreOfRecord } from "./store-of-record.js";
-import { type Node, OUT, IN_MONO, justsOf } from "./node.js";
+import type { Node } from "./node.js";
+import { OUT, IN_MONO } from "./write.js";
 import { parseTerm, locatorOf, printTerm, type Bindings, type List } from "./term.js";
 import { goalShape, literalShape, checkContextName } from "./sentence.js";
 import { solve, matchExact, ReadBudget, type ReadLimits, DEFAULT_READ_LIMITS } from "./query.js";
@@ -506,7 +508,7 @@ export class Kb {
       if (!t) throw new KbError("unknown-handle", `no sentex has handle ${handle}`);
       return { believed: false, premise: false, support: [], reason: t.reason as WhyResult["reason"] };
     }
-    const support = justsOf(n)
+    const support = this.engine.justsOf(n)
       .map((j) => ({ rule: j.rule.h, antecedents: j.ants.map((a) => a.h), edges: this.engine.edgesCrossed(j) }))
       .sort((a, b) => a.rule - b.rule || a.antecedents.join().localeCompare(b.antecedents.join()));
     const out: WhyResult = { believed: n.label !== OUT, premise: n.premise !== 0, strength: this.strength(n), support };

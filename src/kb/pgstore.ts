@@ -36,12 +36,12 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql } from "kysely";
-import type { StoredRow } from "./engine.js";
+import type { StoredRow, RawRow } from "./write.js";
 import { withLocators, type FeedEvent } from "./event.js";
 import { HEAD_MOVED, LEASE_LOST, migrationProvider, type Schema } from "./schema.js";
 import { checkMemberForget, PgMembers } from "./pgmembers.js";
 import { WriterLock, readLeaseEvicting, sessionTag } from "./pg-election.js";
-import { idempotencyRow, NotWriterError, type Cluster, type ClusterMember, type IdempotencyRow, type LoggedEvent, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
+import { idempotencyRow, NotWriterError, type Cluster, type ClusterMember, type IdempotencyRow, type LoggedEvent, type PrincipalRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
 /** Named bounds of the PostgreSQL store, each in milliseconds. */
 export interface PgLimits {

@@ -15,8 +15,10 @@ import { performance } from "node:perf_hooks";
 import { KbError } from "./errors.js";
 import { type Bindings, type List, type Term, matchTerm, substitute, printTerm, isVariable } from "./term.js";
 import { type Goal } from "./sentence.js";
-import { type Node, OUT, predKey } from "./node.js";
-import type { MemIndex } from "./memindex.js";
+import type { Node } from "./node.js";
+import { OUT } from "./write.js";
+import { predKey } from "./sentence.js";
+import type { RowIndex } from "./rowengine.js";
 
 export interface SolveResult {
   solutions: Bindings[];
@@ -85,7 +87,7 @@ export class ReadBudget {
   }
 }
 
-export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: number, budget: ReadBudget): SolveResult {
+export function solve(index: RowIndex, visible: Visible, goal: Goal, limit: number, budget: ReadBudget): SolveResult {
   const solutions: Bindings[] = [];
   const seen = new Set<string>();
   let truncated = false;
@@ -105,7 +107,7 @@ export function solve(index: MemIndex, visible: Visible, goal: Goal, limit: numb
 }
 
 /** Depth-first evaluation of a goal list; `emit` returns false to stop. */
-function run(index: MemIndex, visible: Visible, budget: ReadBudget, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
+function run(index: RowIndex, visible: Visible, budget: ReadBudget, goals: Goal[], b: Bindings, emit: (b: Bindings) => boolean): boolean {
   if (goals.length === 0) return emit(b);
   // Pick the most-bound goal next (NAF waits until the literals have bound what they can).
   let pick = 0;
@@ -145,7 +147,7 @@ function run(index: MemIndex, visible: Visible, budget: ReadBudget, goals: Goal[
 }
 
 /** Believed sentexes stored exactly in `ctx` (any context when ctx is a variable) matching a literal. */
-export function matchExact(index: MemIndex, ctx: string, neg: boolean, pattern: List, hidden: (n: Node, ctx: string) => boolean, budget: ReadBudget): Node[] {
+export function matchExact(index: RowIndex, ctx: string, neg: boolean, pattern: List, hidden: (n: Node, ctx: string) => boolean, budget: ReadBudget): Node[] {
   const any = isVariable(ctx);
   const out: Node[] = [];
   for (const n of index.candidates(predKey(neg, pattern[0] as string), pattern)) {

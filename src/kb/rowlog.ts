@@ -23,10 +23,8 @@
  * tables, without rereading the log. Its entries are never mutated (a change replaces the
  * entry), so `copy()` is a shallow Map copy a checkpoint may extend and drop.
  */
-import type { PremiseMark } from "./node.js";
-import type { StoredRow } from "./engine.js";
+import type { StoredRow, PremiseMark, RawRow } from "./write.js";
 import type { SentexRecord } from "./event.js";
-import type { RawRow } from "./store-of-record.js";
 
 export const INSERT = 0;
 export const UPDATE = 1;

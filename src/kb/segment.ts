@@ -19,9 +19,7 @@
  * (or deleting it, when none is left). So a segment only ever holds rows as they were
  * written, and its range may have holes: handles removed for good, never reused.
  */
-import type { StoredRow } from "./engine.js";
-import type { PremiseMark } from "./node.js";
-import type { RawRow } from "./store-of-record.js";
+import type { StoredRow, PremiseMark, RawRow } from "./write.js";
 import { eachRow, RunWriter, type Row, type Run } from "./runs.js";
 
 /** The body of a segment holding `rows` (in handle order): their runs, the premise mark as the tag. */

@@ -26,6 +26,9 @@ const CONNECTIVES = new Set(["not", "and", "or", "implies", "unknown"]);
 const PREDICATE_RE = /^[a-z][A-Za-z0-9_]*$/;
 const CONTEXT_RE = /^Cx[A-Z][A-Za-z0-9]*$/;
 
+/** Index key of a literal's predicate and polarity: `p` or `~p`. */
+export const predKey = (neg: boolean, pred: string): string => (neg ? "~" + pred : pred);
+
 export const isContextName = (s: unknown): s is string => typeof s === "string" && CONTEXT_RE.test(s);
 
 export function checkContextName(ctx: unknown): string {

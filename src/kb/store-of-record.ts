@@ -16,14 +16,11 @@
  *   store.begin(); store.setMeta({ nextHandle: 1, headSeq: 1 }); store.insertEvent({ seq: 1, added: [], removed: [] }, () => "{}");
  *   await store.durable(); // committed
  */
-import type { PremiseMark } from "./node.js";
-import type { StoredRow } from "./engine.js";
+import type { StoredRow, RawRow } from "./write.js";
 import type { IdempotencyTable } from "./schema.js";
 import type { FeedEvent } from "./event.js";
 
 export type Durability = "full" | "normal";
-
-export type RawRow = [handle: number, context: string, sentence: string, premise: PremiseMark, creator: string | null, createdAt: number, seq: number];
 
 export interface StoreMeta {
   nextHandle: number;

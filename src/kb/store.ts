@@ -32,15 +32,15 @@
 import Database from "better-sqlite3";
 import { openSync, fsync, fsyncSync, closeSync, existsSync } from "node:fs";
 import { Kysely, SqliteDialect, Migrator, sql, type CompiledQuery } from "kysely";
-import type { StoredRow } from "./engine.js";
+import type { StoredRow, RawRow } from "./write.js";
 import { decodeEvent, encodeEvent, type FeedEvent } from "./event.js";
 import { WalSync, release, type FsyncFn, type Group } from "./walsync.js";
 import { migrationProvider, type IdempotencyTable, type Schema } from "./schema.js";
 import { addedInserts, AS_ADDED, asAdded, mergeRows, Pending, pushDelete, pushInsert, pushUpdate, tombstoneIn, type Changes } from "./rowlog.js";
 import { decodeSegment, encodeSegment, mergeByHandle, segmentRows, SegmentRanges } from "./segment.js";
-import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type RawRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
+import { idempotencyRow, type Durability, type IdempotencyRow, type PrincipalRow, type StoreMeta, type StoreOfRecord } from "./store-of-record.js";
 
-export type { Durability, RawRow, StoreMeta } from "./store-of-record.js";
+export type { Durability, StoreMeta } from "./store-of-record.js";
 
 export type { FsyncFn } from "./walsync.js";
 

@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeSegment, encodeSegment, mergeByHandle, SegmentRanges } from "../../src/kb/segment.js";
-import type { StoredRow } from "../../src/kb/engine.js";
+import type { StoredRow } from "../../src/kb/write.js";
 
 const text = fc.string({ unit: "grapheme", maxLength: 20 });
 /** Rows in handle order: gaps of 0-2 handles, each field drawn from two values so runs form and break. */

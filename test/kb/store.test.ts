@@ -338,6 +338,20 @@ describe("reopen", () => {
     await third.close();
   });
 
+  it("a KB using more relations than the row engine's first span (1 024) stores, derives and reopens them all", async () => {
+    const path = join(tempDir(), "kb.db");
+    const kb = await openKb({ path, contextsDir: CONTEXTS_DIR });
+    const preds = Array.from({ length: 1_200 }, (_, i) => `p${i}`);
+    await kb.assert("(implies (p1199 ?x) (q1199 ?x))", "CxWide");
+    await kb.edit({ add: preds.map((p) => ({ sentence: `(${p} A)`, context: "CxWide" })) });
+    for (const p of ["p0", "p1023", "p1199", "q1199"]) expect(kb.match(`(${p} A)`, "CxWide")).toHaveLength(1);
+    const before = believed(kb);
+    await kb.close();
+    const again = await openKb({ path });
+    expect(believed(again)).toEqual(before);
+    await again.close();
+  });
+
   it("the engine rebuilt from the store believes the same set", async () => {
     const dir = tempDir();
     const path = join(dir, "kb.db");

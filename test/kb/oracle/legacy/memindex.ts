@@ -1,3 +1,7 @@
+// The engine as it was before the row engine (main at 6f4d6a3), kept unchanged (only its
+// imports now point into src/) as an independent oracle for the differential test
+// test/kb/rowengine-differential.test.ts: a second implementation of the same writes,
+// outcomes, reads and rebuild. Not used by src/.
 /**
  * In-memory indexes over stored nodes: by handle, by predicate, by (predicate, argument
  * position, argument text), and by identity (the atom's structure), which is read through the
@@ -5,9 +9,9 @@
  * an array only when a second arrives, which keeps the common unique-key case at one map entry
  * per sentex and argument.
  */
-import { type List, type Term, printTerm, isVariable, handleOfTerm } from "./term.js";
+import { type List, type Term, printTerm, isVariable, handleOfTerm } from "../../../../src/kb/term.js";
 import { type Node, nodePredKey, predKey, removeFrom } from "./node.js";
-import { type Pat, argKeyOf } from "./compiled.js";
+import { type Pat, argKeyOf } from "../../../../src/kb/compiled.js";
 
 type Bucket = Node | Node[];
 
