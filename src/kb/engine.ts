@@ -354,7 +354,7 @@ export class Engine {
    * as one write. Callers check first (prepare/checkEdit): apply never refuses.
    */
   apply(adds: readonly PreparedAdd[], removes: readonly number[], seq: number): WriteOutcome {
-    return this.outcome(this.rows.write(adds, removes, seq));
+    return this.outcome(this.rows.write(adds, removes, seq), adds);
   }
 
   /**
@@ -364,7 +364,7 @@ export class Engine {
    */
   rebuild(rows: Iterable<RawRow>, nextHandle: number, headSeq: number): WriteOutcome {
     this.decls = new DeclMemo();
-    return this.outcome(this.rows.rebuild(rows, nextHandle, headSeq));
+    return this.outcome(this.rows.rebuild(rows, nextHandle, headSeq), []);
   }
 
   /**
@@ -372,10 +372,10 @@ export class Engine {
    * reads them all to persist; a caller that reads none makes none). A write touching a
    * declaration drops the checks' memo.
    */
-  private outcome(o: RowOutcome): WriteOutcome {
+  private outcome(o: RowOutcome, adds: readonly PreparedAdd[]): WriteOutcome {
     const declaring = (h: number) => DECLARING.has(this.rows.predOf(h));
     if (o.beliefAdded.some(declaring) || o.beliefRemoved.some((d) => declaring(d.h)) || o.updated.some(declaring)) this.decls = new DeclMemo();
-    return new ViewedOutcome(o, this.rows);
+    return new ViewedOutcome(o, this.rows, adds);
   }
 
   // ---------------------------------------------------------------- reads
@@ -418,6 +418,7 @@ class ViewedOutcome implements WriteOutcome {
   constructor(
     private readonly o: RowOutcome,
     private readonly rows: RowEngine,
+    private readonly adds: readonly PreparedAdd[],
   ) {
     this.seq = o.seq;
     this.addedHandles = o.addedHandles;
@@ -427,8 +428,22 @@ class ViewedOutcome implements WriteOutcome {
   }
 
   private view = (h: number): Node => this.rows.view(h)!;
+  /**
+   * Views of the sentexes stored new, those of the write's adds with the add's texts (the
+   * adds that stored a sentex were minted its handles first and in order, so one walk finds
+   * them in the created list, which ascends by handle).
+   */
   get created(): Node[] {
-    return (this.made.created ??= this.o.created.map(this.view));
+    if (this.made.created) return this.made.created;
+    const out = this.o.created.map(this.view);
+    let j = 0;
+    this.adds.forEach((a, i) => {
+      if (!this.createdFlags[i]) return;
+      const h = this.addedHandles[i]!;
+      while (j < out.length && out[j]!.h < h) j++;
+      if (j < out.length && out[j]!.h === h) out[j]!.known(a.akey, a.text);
+    });
+    return (this.made.created = out);
   }
   get updated(): Node[] {
     return (this.made.updated ??= this.o.updated.map(this.view));

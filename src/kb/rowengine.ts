@@ -1601,6 +1601,7 @@ function sortHandles(hs: number[]): void {
 export class RowNode {
   private built: List | undefined;
   private printed: string | undefined;
+  private said: string | undefined;
   constructor(
     private readonly e: RowEngine,
     readonly h: number,
@@ -1640,10 +1641,22 @@ export class RowNode {
     return this.printed;
   }
   get text(): string {
-    return this.neg ? `(not ${this.akey})` : this.akey;
+    return (this.said ??= this.neg ? `(not ${this.akey})` : this.akey);
   }
+  /**
+   * The texts a write's add already holds for this sentex (its canonical input, or the
+   * checks' print of it): a view of a sentex the write stored takes them instead of printing
+   * again from the ids, and its text is one flat string to log and send.
+   */
+  known(akey: string, text: string): this {
+    this.printed = akey;
+    this.said = text;
+    return this;
+  }
+  /** Whether the sentex has left the store (its row no longer stored, or holding a later handle). */
   get gone(): boolean {
-    return !this.e.live(this.h);
+    const rel = this.rel;
+    return rel ? rel.stored[this.r] !== 1 || rel.handle[this.r] !== this.h : !this.e.rules.has(this.h);
   }
   get label(): 0 | 1 | 2 {
     if (this.gone) return OUT;
@@ -1765,11 +1778,11 @@ export class RowIndex {
     }
     for (const rel of rels) {
       if (pos < 0) {
-        for (let r = 0; r < rel.n; r++) if (rel.stored[r]) yield this.e.view(rel.handle[r]!)!;
+        for (let r = 0; r < rel.n; r++) if (rel.stored[r]) yield new RowNode(this.e, rel.handle[r]!, rel, r, undefined);
         continue;
       }
       if (pos >= rel.arity || id >= rel.heads[pos]!.length) continue;
-      for (let r = rel.heads[pos]![id]!; r >= 0; r = rel.next[pos]![r]!) if (rel.stored[r]) yield this.e.view(rel.handle[r]!)!;
+      for (let r = rel.heads[pos]![id]!; r >= 0; r = rel.next[pos]![r]!) if (rel.stored[r]) yield new RowNode(this.e, rel.handle[r]!, rel, r, undefined);
     }
   }
 

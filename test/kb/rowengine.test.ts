@@ -160,6 +160,19 @@ describe("row engine, settle examples", () => {
     expect(e.stored().get("CxA|(s One)")).toBe("monotonic");
   });
 
+  it("a view of a sentex that left the store stays gone, its label OUT, when the same fact is stored again under a new handle", () => {
+    const e = new RowDriver();
+    const first = e.assert({ neg: false, atom: ["p", "One"] }, "default");
+    const old = e.engine.index.byHandle.get(first)!;
+    e.retract(first);
+    const again = e.assert({ neg: false, atom: ["p", "One"] }, "default"); // the same row, a new handle
+    expect(again).not.toBe(first);
+    expect({ gone: old.gone, label: old.label, text: old.text }).toEqual({ gone: true, label: 0, text: "(p One)" });
+    const now = e.engine.index.byHandle.get(again)!;
+    expect({ gone: now.gone, label: now.label }).toEqual({ gone: false, label: 1 });
+    expect(e.engine.index.byHandle.has(first)).toBe(false);
+  });
+
   it("a link placed a conclusion: retracting the link takes the conclusion away", () => {
     const e = new RowDriver();
     e.assertRule([{ neg: false, atom: ["p", "?x"] }], { neg: false, atom: ["q", "?x"] }, "CxA");
