@@ -19,7 +19,8 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { RowEngine, type RowOutcome } from "../../src/kb/rowengine.js";
-import { RowDriver } from "./rowengine-driver.js";
+import { RowDriver, ruleText } from "./rowengine-driver.js";
+import { FACT_CONTEXTS, factArb, linkArb, literalText, ruleArb, skewed } from "./oracle/program-arbs.js";
 // The engine as it was before the row engine, kept as the oracle: an independent implementation of the same writes.
 import { Engine, type PreparedAdd, type WriteOutcome, type Strength } from "./oracle/legacy/engine.js";
 import { KbError } from "../../src/kb/errors.js";
@@ -27,35 +28,8 @@ import type { RawRow } from "../../src/kb/write.js";
 import { matchTerm, parseTerm, printTerm, type List } from "../../src/kb/term.js";
 import { predKey } from "../../src/kb/sentence.js";
 
-const UNARY = ["p", "q", "r"] as const;
-const CONSTANTS = ["One", "Two"] as const;
-const CONTEXTS = ["CxA", "CxB", "CxC"] as const;
-const FACT_CONTEXTS = [...CONTEXTS, "CxCore"] as const;
-const skewed = <T,>(xs: readonly T[]) => fc.constantFrom(xs[0]!, xs[0]!, ...xs);
-
-const lit = (neg: boolean, atom: string) => (neg ? `(not ${atom})` : atom);
-
-const factArb = fc
-  .record({ binary: fc.constantFrom(false, false, false, true), pred: skewed(UNARY), a: skewed(CONSTANTS), b: skewed(CONSTANTS), neg: fc.boolean() })
-  .map(({ binary, pred, a, b, neg }) => lit(neg && !binary, binary ? `(e ${a} ${b})` : `(${pred} ${a})`));
-
-/** Rules shaped as the oracle test draws them: a positive antecedent binds every variable. */
-const ruleArb = fc
-  .record({
-    first: skewed(UNARY),
-    firstNeg: fc.constantFrom(false, false, true),
-    second: fc.option(fc.record({ pred: skewed(UNARY), neg: fc.boolean() }), { nil: undefined, freq: 2 }),
-    viaEdge: fc.constantFrom(false, false, true),
-    cons: fc.constantFrom(...UNARY),
-    consNeg: fc.boolean(),
-  })
-  .map(({ first, firstNeg, second, viaEdge, cons, consNeg }) => {
-    const ants = [lit(firstNeg && viaEdge, `(${first} ?x)`)];
-    if (viaEdge) ants.push("(e ?x ?y)");
-    if (second) ants.push(lit(second.neg, `(${second.pred} ${viaEdge ? "?y" : "?x"})`));
-    const head = lit(consNeg, `(${cons} ${viaEdge ? "?y" : "?x"})`);
-    return `(implies ${ants.length === 1 ? ants[0] : `(and ${ants.join(" ")})`} ${head})`;
-  });
+const factSentenceArb = factArb.map(literalText);
+const ruleSentenceArb = ruleArb.map(({ ants, head }) => ruleText(ants, head));
 
 /**
  * A pool entry: a sentence, or a template naming a stored sentex, resolved when it is written
@@ -69,10 +43,7 @@ interface Entry {
   template?: "except" | "cites" | "quotes";
   target?: number;
 }
-const edgeArb = fc
-  .tuple(fc.constantFrom(...CONTEXTS), fc.constantFrom(...FACT_CONTEXTS))
-  .filter(([a, b]) => a !== b)
-  .map(([a, b]): Entry => ({ sentence: `(genlCx ${a} ${b})`, context: "CxUniverse" }));
+const edgeArb = linkArb.map(([a, b]): Entry => ({ sentence: `(genlCx ${a} ${b})`, context: "CxUniverse" }));
 const templateArb = fc
   .record({ template: fc.constantFrom("except" as const, "except" as const, "cites" as const, "quotes" as const), target: fc.nat(30), context: skewed(FACT_CONTEXTS) })
   .map((t): Entry => ({ sentence: `${t.template} ${t.target}`, ...t }));
@@ -81,8 +52,8 @@ const declArb = fc.constantFrom<Entry>(
   { sentence: "(sentenceFollowingPredicate quotes 1)", context: "CxCore" },
 );
 const entryArb: fc.Arbitrary<Entry> = fc.oneof(
-  { weight: 5, arbitrary: fc.tuple(factArb, skewed(FACT_CONTEXTS)).map(([sentence, context]) => ({ sentence, context })) },
-  { weight: 3, arbitrary: fc.tuple(ruleArb, skewed(FACT_CONTEXTS)).map(([sentence, context]) => ({ sentence, context })) },
+  { weight: 5, arbitrary: fc.tuple(factSentenceArb, skewed(FACT_CONTEXTS)).map(([sentence, context]) => ({ sentence, context })) },
+  { weight: 3, arbitrary: fc.tuple(ruleSentenceArb, skewed(FACT_CONTEXTS)).map(([sentence, context]) => ({ sentence, context })) },
   { weight: 1, arbitrary: edgeArb },
   { weight: 2, arbitrary: templateArb },
   { weight: 1, arbitrary: declArb },

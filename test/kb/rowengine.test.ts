@@ -12,54 +12,22 @@
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
-import { RowDriver, type RowLiteral } from "./rowengine-driver.js";
+import { RowDriver, literalText, ruleText, type RowLiteral } from "./rowengine-driver.js";
 import { evaluate, type OraclePremise } from "./oracle/rules-oracle.js";
 import { parseTerm, printTerm } from "../../src/kb/term.js";
 import type { Strength } from "../../src/kb/write.js";
-
-const UNARY = ["p", "q", "r"] as const;
-const CONSTANTS = ["One", "Two"] as const;
-const CONTEXTS = ["CxA", "CxB", "CxC"] as const;
-const FACT_CONTEXTS = [...CONTEXTS, "CxCore"] as const;
-const skewed = <T,>(xs: readonly T[]) => fc.constantFrom(xs[0]!, xs[0]!, ...xs);
-
-const text = (l: RowLiteral) => (l.neg ? `(not (${l.atom.join(" ")}))` : `(${l.atom.join(" ")})`);
-
-const factArb: fc.Arbitrary<RowLiteral> = fc
-  .record({ binary: fc.constantFrom(false, false, false, true), pred: skewed(UNARY), a: skewed(CONSTANTS), b: skewed(CONSTANTS), neg: fc.boolean() })
-  .map(({ binary, pred, a, b, neg }) => ({ neg: neg && !binary, atom: binary ? ["e", a, b] : [pred, a] }));
-
-/** Rules shaped as the engine's oracle test draws them: a positive antecedent binds every variable. */
-const ruleArb = fc
-  .record({
-    first: skewed(UNARY),
-    firstNeg: fc.constantFrom(false, false, true),
-    second: fc.option(fc.record({ pred: skewed(UNARY), neg: fc.boolean() }), { nil: undefined, freq: 2 }),
-    viaEdge: fc.constantFrom(false, false, true),
-    cons: fc.constantFrom(...UNARY),
-    consNeg: fc.boolean(),
-  })
-  .map(({ first, firstNeg, second, viaEdge, cons, consNeg }) => {
-    const ants: RowLiteral[] = [{ neg: firstNeg && viaEdge, atom: [first, "?x"] }];
-    if (viaEdge) ants.push({ neg: false, atom: ["e", "?x", "?y"] });
-    if (second) ants.push({ neg: second.neg, atom: [second.pred, viaEdge ? "?y" : "?x"] });
-    return { ants, head: { neg: consNeg, atom: [cons, viaEdge ? "?y" : "?x"] } as RowLiteral };
-  });
+import { FACT_CONTEXTS, factArb, linkArb, ruleArb, skewed } from "./oracle/program-arbs.js";
 
 const strengthArb = fc.constantFrom<Strength>("default", "default", "monotonic");
 
 type Entry = { kind: "fact"; lit: RowLiteral; context: string } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral; context: string };
-const edgeArb = fc
-  .tuple(fc.constantFrom(...CONTEXTS), fc.constantFrom(...CONTEXTS, "CxCore"))
-  .filter(([a, b]) => a !== b)
-  .map(([a, b]): Entry => ({ kind: "fact", lit: { neg: false, atom: ["genlCx", a, b] }, context: "CxUniverse" }));
+const edgeArb = linkArb.map(([a, b]): Entry => ({ kind: "fact", lit: { neg: false, atom: ["genlCx", a, b] }, context: "CxUniverse" }));
 const entryArb: fc.Arbitrary<Entry> = fc.oneof(
   { weight: 5, arbitrary: fc.tuple(factArb, skewed(FACT_CONTEXTS)).map(([lit, context]) => ({ kind: "fact" as const, lit, context })) },
   { weight: 3, arbitrary: fc.tuple(ruleArb, skewed(FACT_CONTEXTS)).map(([r, context]) => ({ kind: "rule" as const, ...r, context })) },
   { weight: 1, arbitrary: edgeArb },
 );
-const sentenceOf = (e: Entry) =>
-  e.kind === "fact" ? text(e.lit) : `(implies ${e.ants.length === 1 ? text(e.ants[0]!) : `(and ${e.ants.map(text).join(" ")})`} ${text(e.head)})`;
+const sentenceOf = (e: Entry) => (e.kind === "fact" ? literalText(e.lit) : ruleText(e.ants, e.head));
 
 const programArb = fc
   .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: (e) => `${e.context}|${sentenceOf(e)}` })

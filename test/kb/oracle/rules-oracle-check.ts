@@ -14,46 +14,21 @@ import { expect } from "vitest";
 import { openKb, type Kb, type Strength } from "../../../src/kb/index.js";
 import { believed, clashes, stored as storedOf } from "../helpers.js";
 import { evaluate, keyOf, type Fixpoint, type OraclePremise } from "./rules-oracle.js";
-
-const CONTEXTS = ["CxA", "CxB", "CxC"] as const;
-const FACT_CONTEXTS = [...CONTEXTS, "CxCore"] as const;
-const UNARY = ["p", "q", "r"] as const;
-const CONSTANTS = ["One", "Two"] as const;
-/** Draw the first of a list more often than the others: dense programs collide, sparse ones rarely do. */
-const skewed = <T,>(xs: readonly T[]) => fc.constantFrom(xs[0]!, xs[0]!, ...xs);
-const lit = (neg: boolean, atom: string) => (neg ? `(not ${atom})` : atom);
+import { FACT_CONTEXTS, factArb, linkArb, literalText, ruleArb, skewed } from "./program-arbs.js";
 
 /** A premise without its strength: the strength is drawn per assert (a re-assert may upgrade it). */
 type Sentence = Omit<OraclePremise, "strength">;
 
-const factArb: fc.Arbitrary<Sentence> = fc
-  .record({ binary: fc.constantFrom(false, false, false, true), pred: skewed(UNARY), a: skewed(CONSTANTS), b: skewed(CONSTANTS), neg: fc.boolean(), context: skewed(FACT_CONTEXTS) })
-  .map(({ binary, pred, a, b, neg, context }) => ({ sentence: lit(neg && !binary, binary ? `(e ${a} ${b})` : `(${pred} ${a})`), context }));
+const factSentenceArb: fc.Arbitrary<Sentence> = fc.tuple(factArb, skewed(FACT_CONTEXTS)).map(([l, context]) => ({ sentence: literalText(l), context }));
 
-const ruleArb: fc.Arbitrary<Sentence> = fc
-  .record({
-    first: skewed(UNARY),
-    firstNeg: fc.constantFrom(false, false, true),
-    second: fc.option(fc.record({ pred: skewed(UNARY), neg: fc.boolean() }), { nil: undefined, freq: 2 }),
-    viaEdge: fc.constantFrom(false, false, true),
-    cons: fc.constantFrom(...UNARY),
-    consNeg: fc.boolean(),
-    context: skewed(FACT_CONTEXTS),
-  })
-  .map(({ first, firstNeg, second, viaEdge, cons, consNeg, context }) => {
-    // A rule needs one positive antecedent binding its variables: the edge, or the first.
-    const ants = [lit(firstNeg && viaEdge, `(${first} ?x)`)];
-    if (viaEdge) ants.push("(e ?x ?y)");
-    if (second) ants.push(lit(second.neg, `(${second.pred} ${viaEdge ? "?y" : "?x"})`));
-    return { sentence: `(implies (and ${ants.join(" ")}) ${lit(consNeg, `(${cons} ${viaEdge ? "?y" : "?x"})`)})`, context };
-  });
+/** Rules written `(implies (and A ...) C)`, one antecedent too. */
+const ruleSentenceArb: fc.Arbitrary<Sentence> = fc
+  .tuple(ruleArb, skewed(FACT_CONTEXTS))
+  .map(([{ ants, head }, context]) => ({ sentence: `(implies (and ${ants.map(literalText).join(" ")}) ${literalText(head)})`, context }));
 
-const edgeArb: fc.Arbitrary<Sentence> = fc
-  .tuple(fc.constantFrom(...CONTEXTS), fc.constantFrom(...CONTEXTS, "CxCore"))
-  .filter(([a, b]) => a !== b)
-  .map(([a, b]) => ({ sentence: `(genlCx ${a} ${b})`, context: "CxUniverse" }));
+const edgeArb: fc.Arbitrary<Sentence> = linkArb.map(([a, b]) => ({ sentence: `(genlCx ${a} ${b})`, context: "CxUniverse" }));
 
-const poolArb = fc.uniqueArray(fc.oneof({ weight: 5, arbitrary: factArb }, { weight: 3, arbitrary: ruleArb }, { weight: 1, arbitrary: edgeArb }), {
+const poolArb = fc.uniqueArray(fc.oneof({ weight: 5, arbitrary: factSentenceArb }, { weight: 3, arbitrary: ruleSentenceArb }, { weight: 1, arbitrary: edgeArb }), {
   minLength: 1,
   maxLength: 8,
   selector: (s) => `${s.context}|${s.sentence}`,
