@@ -1,0 +1,209 @@
+/**
+ * One relation of the row engine (rowengine.ts): the stored facts of one polarity, predicate
+ * and arity as rows of interned ids. A column for the context and one per argument; an
+ * open-addressing hash of the atom (the arguments without the context) for identity, its rows
+ * chained newest first; per argument position, chains through the rows in the order they were
+ * added, with a count per id (a join walks the shortest bound chain). A fact's state is
+ * columns beside them. Rows are never removed: the engine marks a row not stored.
+ */
+export class Rel {
+  n = 0;
+  private cap = 64;
+  cols: Int32Array[];
+  handle = new Int32Array(this.cap);
+  stored = new Uint8Array(this.cap);
+  premise = new Uint8Array(this.cap);
+  label = new Uint8Array(this.cap);
+  /** The number of the region the row last joined. */
+  region = new Int32Array(this.cap);
+  /** The strongest firing seen for the row in the current relabelling (pass 1 sees only IN antecedents). */
+  pending = new Uint8Array(this.cap);
+  /** Whether the row was created in the current settle (its support is all in `pending`). */
+  fresh = new Uint8Array(this.cap);
+  /** Derivation depth: 0 for a premise, else the least 1 + deepest antecedent over the firings seen. */
+  depth = new Int32Array(this.cap);
+  /** The write that last recorded `before`, and the label before it (-1: that write stored the row). */
+  writeNo = new Int32Array(this.cap);
+  before = new Int8Array(this.cap);
+  /** Who asserted it (a name id, -1 for none), when (epoch ms, 0 for a conclusion), and the write that stored it. */
+  creator = new Int32Array(this.cap);
+  createdAt = new Float64Array(this.cap);
+  seq = new Float64Array(this.cap);
+  /**
+   * Identity: an open-addressing hash over the argument columns (1 on) to the last row with
+   * that atom, and per row the previous one in any context (-1: none); a fact is its atom's
+   * row in its context.
+   */
+  private atomSlots = new Int32Array(128).fill(-1);
+  /** Each slot's hash (a probe compares it before any column; a rehash reads no row). */
+  private atomHashes = new Int32Array(128);
+  private atoms = 0;
+  /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
+  private lastHash = 0;
+  atomNext = new Int32Array(this.cap);
+  /** Per argument position: per id, the first and last row holding it, and per row the next one (rows in the order they were added). */
+  heads: Int32Array[] = [];
+  tails: Int32Array[] = [];
+  next: Int32Array[] = [];
+  counts: Int32Array[] = [];
+  /** The relation of the other polarity (set by the engine). */
+  opp: Rel | undefined;
+  /** Stored rows. */
+  storedCount = 0;
+
+  constructor(
+    readonly no: number,
+    readonly pred: string,
+    readonly neg: boolean,
+    readonly arity: number,
+  ) {
+    this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
+    for (let p = 0; p < arity; p++) {
+      this.heads.push(new Int32Array(64).fill(-1));
+      this.tails.push(new Int32Array(64).fill(-1));
+      this.next.push(new Int32Array(this.cap));
+      this.counts.push(new Int32Array(64));
+    }
+  }
+
+  private hash(t: Int32Array, from = 0): number {
+    let x = 0x9e3779b9 | 0;
+    for (let i = from; i < this.arity; i++) {
+      x = Math.imul(x ^ t[i]!, 0x85ebca6b);
+      x ^= x >>> 16;
+    }
+    x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+    return (x ^ (x >>> 16)) >>> 0;
+  }
+
+  /** The row holding t (its context in t[0]), or -1: the atom's rows in every context, walked for the context. */
+  find(t: Int32Array): number {
+    return this.rowIn(this.atomSlot(t), t[0]!);
+  }
+
+  /** The row in context `ctx` among the atom's rows at slot `at` (from `atomSlot`), or -1. */
+  rowIn(at: number, ctx: number): number {
+    if (at < 0) return -1;
+    const cols0 = this.cols[0]!;
+    for (let r = this.atomSlots[at]!; r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
+    return -1;
+  }
+
+  /** The atom slot of arguments t[1..], or -1 - (the free slot where they would go). */
+  atomSlot(t: Int32Array): number {
+    const mask = this.atomSlots.length - 1;
+    const h = this.hash(t, 1) | 0;
+    this.lastHash = h;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const r = this.atomSlots[i]!;
+      if (r < 0) return -1 - i;
+      if (this.atomHashes[i] !== h) continue;
+      let same = true;
+      for (let p = 1; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
+      if (same) return i;
+    }
+  }
+
+  /** The last row (any context) with arguments t[1..], or -1; earlier ones through `atomNext`. */
+  atomHead(t: Int32Array): number {
+    const at = this.atomSlot(t);
+    return at >= 0 ? this.atomSlots[at]! : -1;
+  }
+
+  /** The rows (any context) whose arguments equal those of row r of `from`. */
+  sameAtom(from: Rel, r: number, t: Int32Array): number[] {
+    for (let p = 1; p < this.arity; p++) t[p] = from.cols[p]![r]!;
+    const out: number[] = [];
+    for (let o = this.atomHead(t); o >= 0; o = this.atomNext[o]!) out.push(o);
+    return out;
+  }
+
+  /**
+   * Add tuple t (not held), `at` being its `atomSlot` (looked up by the caller for its `find`,
+   * and still valid: nothing was added between). The context column is not indexed: a join
+   * never binds it first (each antecedent's context is a variable of its own).
+   */
+  add(t: Int32Array, handle: number, at = this.atomSlot(t)): number {
+    if (this.n === this.cap) this.grow();
+    const r = this.n++;
+    this.cols[0]![r] = t[0]!;
+    for (let p = 1; p < this.arity; p++) {
+      const v = t[p]!;
+      this.cols[p]![r] = v;
+      let head = this.heads[p]!;
+      if (v >= head.length) {
+        const len = Math.max(v + 1, head.length * 2);
+        const wider = new Int32Array(len).fill(-1);
+        wider.set(head);
+        this.heads[p] = head = wider;
+        const tails = new Int32Array(len).fill(-1);
+        tails.set(this.tails[p]!);
+        this.tails[p] = tails;
+        const counts = new Int32Array(len);
+        counts.set(this.counts[p]!);
+        this.counts[p] = counts;
+      }
+      const tail = this.tails[p]!;
+      const last = tail[v]!;
+      if (last < 0) head[v] = r;
+      else this.next[p]![last] = r;
+      tail[v] = r;
+      this.next[p]![r] = -1;
+      this.counts[p]![v]!++;
+    }
+    this.handle[r] = handle;
+    if (at >= 0) {
+      this.atomNext[r] = this.atomSlots[at]!;
+      this.atomSlots[at] = r;
+    } else {
+      this.atomNext[r] = -1;
+      this.atomSlots[-1 - at] = r;
+      this.atomHashes[-1 - at] = this.lastHash;
+      if (++this.atoms * 2 > this.atomSlots.length) this.rehashAtoms();
+      // (a doubling rehash per power of two: about as many re-insertions as atoms in all)
+    }
+    return r;
+  }
+
+  private grow(): void {
+    const cap = this.cap * 2;
+    const wider = <A extends Int32Array | Uint8Array | Int8Array | Float64Array>(a: A): A => {
+      const b = new (a.constructor as new (n: number) => A)(cap);
+      b.set(a);
+      return b;
+    };
+    this.cols = this.cols.map(wider);
+    this.next = this.next.map(wider);
+    this.handle = wider(this.handle);
+    this.stored = wider(this.stored);
+    this.premise = wider(this.premise);
+    this.label = wider(this.label);
+    this.region = wider(this.region);
+    this.pending = wider(this.pending);
+    this.fresh = wider(this.fresh);
+    this.depth = wider(this.depth);
+    this.writeNo = wider(this.writeNo);
+    this.before = wider(this.before);
+    this.creator = wider(this.creator);
+    this.createdAt = wider(this.createdAt);
+    this.seq = wider(this.seq);
+    this.atomNext = wider(this.atomNext);
+    this.cap = cap;
+  }
+
+  private rehashAtoms(): void {
+    const old = this.atomSlots;
+    const oldHashes = this.atomHashes;
+    const slots = (this.atomSlots = new Int32Array(old.length * 2).fill(-1));
+    const hashes = (this.atomHashes = new Int32Array(old.length * 2));
+    const mask = slots.length - 1;
+    for (let j = 0; j < old.length; j++) {
+      if (old[j]! < 0) continue;
+      const h = oldHashes[j]!;
+      let i = h & mask;
+      while (slots[i]! >= 0) i = (i + 1) & mask;
+      slots[i] = old[j]!;
+      hashes[i] = h;
+    }
+  }
+}
