@@ -12,85 +12,28 @@
  */
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
-import { RowDriver, literalText, ruleText, type RowLiteral } from "./rowengine-driver.js";
-import { evaluate, type OraclePremise } from "./oracle/rules-oracle.js";
-import { parseTerm, printTerm } from "../../src/kb/term.js";
-import type { Strength } from "../../src/kb/write.js";
+import { RowDriver } from "./rowengine-driver.js";
+import { playAgainstOracle, programArb, type PlayEntry } from "./oracle/rowengine-play.js";
 import { FACT_CONTEXTS, factArb, linkArb, ruleArb, skewed } from "./oracle/program-arbs.js";
 
-const strengthArb = fc.constantFrom<Strength>("default", "default", "monotonic");
-
-type Entry = { kind: "fact"; lit: RowLiteral; context: string } | { kind: "rule"; ants: RowLiteral[]; head: RowLiteral; context: string };
-const edgeArb = linkArb.map(([a, b]): Entry => ({ kind: "fact", lit: { neg: false, atom: ["genlCx", a, b] }, context: "CxUniverse" }));
-const entryArb: fc.Arbitrary<Entry> = fc.oneof(
+const edgeArb = linkArb.map(([a, b]): PlayEntry => ({ kind: "fact", lit: { neg: false, atom: ["genlCx", a, b] }, context: "CxUniverse" }));
+const entryArb: fc.Arbitrary<PlayEntry> = fc.oneof(
   { weight: 5, arbitrary: fc.tuple(factArb, skewed(FACT_CONTEXTS)).map(([lit, context]) => ({ kind: "fact" as const, lit, context })) },
   { weight: 3, arbitrary: fc.tuple(ruleArb, skewed(FACT_CONTEXTS)).map(([r, context]) => ({ kind: "rule" as const, ...r, context })) },
   { weight: 1, arbitrary: edgeArb },
 );
-const sentenceOf = (e: Entry) => (e.kind === "fact" ? literalText(e.lit) : ruleText(e.ants, e.head));
-
-const programArb = fc
-  .uniqueArray(entryArb, { minLength: 1, maxLength: 8, selector: (e) => `${e.context}|${sentenceOf(e)}` })
-  .chain((pool) =>
-    fc.tuple(
-      fc.constant(pool),
-      fc.array(
-        fc.oneof(
-          { weight: 6, arbitrary: fc.record({ kind: fc.constant("assert" as const), i: fc.nat(pool.length - 1), strength: strengthArb }) },
-          { weight: 3, arbitrary: fc.record({ kind: fc.constant("retract" as const), i: fc.nat(pool.length - 1) }) },
-        ),
-        { minLength: 1, maxLength: 14 },
-      ),
-    ),
-  );
 
 describe("row engine against the rules oracle", () => {
   it("stores and labels exactly as the oracle's fixpoint after every assert and retract of facts and rules", () => {
     fc.assert(
-      fc.property(programArb, ([pool, steps]) => {
-        const e = new RowDriver();
-        /** Pool index -> its handle and strength while asserted. */
-        const live = new Map<number, { h: number; strength: Strength }>();
-        /** Rule handle -> the oracle's key for it. */
-        const ruleKey = new Map<number, string>();
-        for (const s of steps) {
-          const entry = pool[s.i]!;
-          if (s.kind === "assert") {
-            if (entry.kind === "rule") {
-              if (!live.has(s.i)) {
-                const h = e.assertRule(entry.ants, entry.head, entry.context);
-                live.set(s.i, { h, strength: s.strength });
-                ruleKey.set(h, `${entry.context}|${printTerm(parseTerm(sentenceOf(entry)))}`);
-              }
-            } else {
-              const h = e.assert(entry.lit, s.strength, entry.context);
-              const was = live.get(s.i);
-              live.set(s.i, { h, strength: was?.strength === "monotonic" ? "monotonic" : s.strength });
-            }
-          } else {
-            const was = live.get(s.i);
-            if (!was) continue;
-            e.retract(was.h);
-            live.delete(s.i);
-          }
-          const premises: OraclePremise[] = [...live].map(([i, l]) => ({ sentence: sentenceOf(pool[i]!), context: pool[i]!.context, strength: l.strength }));
-          const fix = evaluate(premises);
-          const want = new Map([...fix.stored.values()].filter((x) => !x.rule).map((x) => [`${x.ctx}|${x.text}`, x.believed ? x.strength : "out"] as const));
-          expect(new Map([...e.stored()].sort()), JSON.stringify(steps)).toEqual(new Map([...want].sort()));
-          for (const x of fix.stored.values()) {
-            if (x.rule) continue;
-            const t = parseTerm(x.text);
-            const neg = typeof t !== "string" && t[0] === "not";
-            const atom = (neg ? (t as string[][])[1]! : t) as string[];
-            const firings = e.why({ neg, atom }, x.ctx).map((f) => `${ruleKey.get(f.rule)} <- ${f.ants.join(" & ")}`);
-            expect(firings.sort(), `why ${x.ctx}|${x.text}`).toEqual(x.firings.map((f) => `${f.rule} <- ${f.ants.join(" & ")}`).sort());
-          }
+      fc.property(programArb(entryArb), ([pool, steps]) => {
+        playAgainstOracle(pool, steps, (e, fix) => {
           for (const c of FACT_CONTEXTS) {
             const seen = e.clashes(c);
             const sees = (xs: string[]) => xs.map((x) => `${c} sees ${x}`);
             expect({ contradictions: sees(seen.contradictions), conflicts: sees(seen.conflicts) }, `clashes from ${c}`).toEqual(fix.clashes(c));
           }
-        }
+        });
       }),
       { numRuns: 5000 },
     );
