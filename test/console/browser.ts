@@ -1,16 +1,23 @@
 /**
  * A real browser for the console's tests and bench: Debian's chromium-headless-shell driven by
- * playwright-core, pages that record every console error and CSP violation, screenshots into
- * docs/console/, and a "foreign" page server on another loopback port.
+ * playwright-core, pages that record every console error and CSP violation, screenshots (into a
+ * temporary directory, or docs/console/ under `npm run docs:console`), and a "foreign" page
+ * server on another loopback port.
  */
 import { createServer, type Server } from "node:http";
 import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 /** The browser the suite's provisioning found (scripts/provision.sh exports it), else Debian's path. */
 export const CHROMIUM = process.env.KOINII_TEST_CHROMIUM ?? "/usr/bin/chromium-headless-shell";
-export const SHOTS = join(process.cwd(), "docs", "console");
+/**
+ * Where screenshots go: `KOINII_SHOTS_DIR` when set (`npm run docs:console` sets docs/console,
+ * the pictures docs/console.md shows), else a directory under the system's temp, so a test run
+ * leaves the working tree as it found it.
+ */
+export const SHOTS = process.env.KOINII_SHOTS_DIR ? resolve(process.env.KOINII_SHOTS_DIR) : join(tmpdir(), "koinii-console-shots");
 
 export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the suite's provisioning brings it up (bash scripts/provision.sh chromium)`);

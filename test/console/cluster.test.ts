@@ -2,7 +2,7 @@
  * The who page's Cluster table in a real browser (chromium-headless-shell), opened on the
  * follower of two daemons sharing one PostgreSQL database: both daemons with role, epoch and
  * applied seq; the seqs advance after a write; SIGKILL the writer and the page shows the
- * follower elected at epoch 2 and the dead one unreachable. Screenshot: docs/console/cluster.png.
+ * follower elected at epoch 2 and the dead one unreachable. Screenshot: cluster.png (browser.ts `SHOTS`).
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import type { Browser, Locator } from "playwright-core";

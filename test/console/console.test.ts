@@ -1,7 +1,7 @@
 /**
  * The console in a real browser (chromium-headless-shell) against a real daemon in
  * admin-token posture: the live tail, the query table, the why tree, who is connected, the
- * token refusals and the cross-origin guard. Each page's screenshot goes to docs/console/.
+ * token refusals and the cross-origin guard. Each page is screenshotted (browser.ts `SHOTS`).
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import type { Browser, Page } from "playwright-core";
