@@ -34,9 +34,8 @@ export class Rel {
    * that atom, and per row the previous one in any context (-1: none); a fact is its atom's
    * row in its context.
    */
-  private atomSlots = new Int32Array(128).fill(-1);
-  /** Each slot's hash (a probe compares it before any column; a rehash reads no row). */
-  private atomHashes = new Int32Array(128);
+  /** Slot i at [2i] (its last row, -1 when free) and [2i + 1] (the atoms' hash: a probe compares it before any column, a rehash reads no row), so one probe reads one cache line. */
+  private atomSlots = Rel.freeSlots(128);
   private atoms = 0;
   /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
   private lastHash = 0;
@@ -66,6 +65,12 @@ export class Rel {
     }
   }
 
+  private static freeSlots(n: number): Int32Array {
+    const a = new Int32Array(2 * n);
+    for (let i = 0; i < a.length; i += 2) a[i] = -1;
+    return a;
+  }
+
   private hash(t: Int32Array, from = 0): number {
     let x = 0x9e3779b9 | 0;
     for (let i = from; i < this.arity; i++) {
@@ -85,19 +90,20 @@ export class Rel {
   rowIn(at: number, ctx: number): number {
     if (at < 0) return -1;
     const cols0 = this.cols[0]!;
-    for (let r = this.atomSlots[at]!; r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
+    for (let r = this.atomSlots[2 * at]!; r >= 0; r = this.atomNext[r]!) if (cols0[r] === ctx) return r;
     return -1;
   }
 
   /** The atom slot of arguments t[1..], or -1 - (the free slot where they would go). */
   atomSlot(t: Int32Array): number {
-    const mask = this.atomSlots.length - 1;
+    const slots = this.atomSlots;
+    const mask = (slots.length >>> 1) - 1;
     const h = this.hash(t, 1) | 0;
     this.lastHash = h;
     for (let i = h & mask; ; i = (i + 1) & mask) {
-      const r = this.atomSlots[i]!;
+      const r = slots[2 * i]!;
       if (r < 0) return -1 - i;
-      if (this.atomHashes[i] !== h) continue;
+      if (slots[2 * i + 1] !== h) continue;
       let same = true;
       for (let p = 1; p < this.arity && same; p++) same = this.cols[p]![r] === t[p];
       if (same) return i;
@@ -107,7 +113,7 @@ export class Rel {
   /** The last row (any context) with arguments t[1..], or -1; earlier ones through `atomNext`. */
   atomHead(t: Int32Array): number {
     const at = this.atomSlot(t);
-    return at >= 0 ? this.atomSlots[at]! : -1;
+    return at >= 0 ? this.atomSlots[2 * at]! : -1;
   }
 
   /** The rows (any context) whose arguments equal those of row r of `from`. */
@@ -153,13 +159,13 @@ export class Rel {
     }
     this.handle[r] = handle;
     if (at >= 0) {
-      this.atomNext[r] = this.atomSlots[at]!;
-      this.atomSlots[at] = r;
+      this.atomNext[r] = this.atomSlots[2 * at]!;
+      this.atomSlots[2 * at] = r;
     } else {
       this.atomNext[r] = -1;
-      this.atomSlots[-1 - at] = r;
-      this.atomHashes[-1 - at] = this.lastHash;
-      if (++this.atoms * 2 > this.atomSlots.length) this.rehashAtoms();
+      this.atomSlots[-2 - 2 * at] = r;
+      this.atomSlots[-1 - 2 * at] = this.lastHash;
+      if (++this.atoms * 4 > this.atomSlots.length) this.rehashAtoms();
       // (a doubling rehash per power of two: about as many re-insertions as atoms in all)
     }
     return r;
@@ -193,17 +199,15 @@ export class Rel {
 
   private rehashAtoms(): void {
     const old = this.atomSlots;
-    const oldHashes = this.atomHashes;
-    const slots = (this.atomSlots = new Int32Array(old.length * 2).fill(-1));
-    const hashes = (this.atomHashes = new Int32Array(old.length * 2));
-    const mask = slots.length - 1;
-    for (let j = 0; j < old.length; j++) {
+    const slots = (this.atomSlots = Rel.freeSlots(old.length));
+    const mask = old.length - 1;
+    for (let j = 0; j < old.length; j += 2) {
       if (old[j]! < 0) continue;
-      const h = oldHashes[j]!;
+      const h = old[j + 1]!;
       let i = h & mask;
-      while (slots[i]! >= 0) i = (i + 1) & mask;
-      slots[i] = old[j]!;
-      hashes[i] = h;
+      while (slots[2 * i]! >= 0) i = (i + 1) & mask;
+      slots[2 * i] = old[j]!;
+      slots[2 * i + 1] = h;
     }
   }
 }
