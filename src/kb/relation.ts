@@ -31,10 +31,11 @@ export class Rel {
   seq = new Float64Array(this.cap);
   /**
    * Identity: an open-addressing hash over the argument columns (1 on) to the last row with
-   * that atom, and per row the previous one in any context (-1: none); a fact is its atom's
-   * row in its context.
+   * that atom, and per row the previous one in any context (`atomNext`, -1: none); a fact is
+   * its atom's row in its context. Slot i is [2i], its row (-1 when free), and [2i + 1], the
+   * atom's hash (a probe compares it before any column; a rehash reads no row): a probe reads
+   * one cache line.
    */
-  /** Slot i at [2i] (its last row, -1 when free) and [2i + 1] (the atoms' hash: a probe compares it before any column, a rehash reads no row), so one probe reads one cache line. */
   private atomSlots = Rel.freeSlots(128);
   private atoms = 0;
   /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
