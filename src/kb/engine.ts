@@ -373,8 +373,7 @@ export class Engine {
    * declaration drops the checks' memo.
    */
   private outcome(o: RowOutcome, adds: readonly PreparedAdd[]): WriteOutcome {
-    const declaring = (h: number) => DECLARING.has(this.rows.predOf(h));
-    if (o.beliefAdded.some(declaring) || o.beliefRemoved.some((d) => declaring(d.h)) || o.updated.some(declaring)) this.decls = new DeclMemo();
+    if (this.rows.wrote(DECLARING)) this.decls = new DeclMemo();
     return new ViewedOutcome(o, this.rows, adds);
   }
 

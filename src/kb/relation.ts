@@ -50,6 +50,8 @@ export class Rel {
   opp: Rel | undefined;
   /** Stored rows. */
   storedCount = 0;
+  /** The last write (the engine's number) that stored, removed, relabelled or re-marked a row. */
+  changedIn = 0;
 
   constructor(
     readonly no: number,

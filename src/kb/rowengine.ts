@@ -496,6 +496,7 @@ export class RowEngine {
           rel.createdAt[r] = this.writeTime();
         }
         rel.premise[r] = a.mark;
+        rel.changedIn = this.writeNo;
         this.updated.add(rel.handle[r]!);
         seeds.push(r * this.span + rel.no);
       }
@@ -513,7 +514,6 @@ export class RowEngine {
     return [rel.handle[r]!, true];
   }
 
-  /** Store row r, new in this write: its marks, its provenance, and its place in the write's outcome. */
   /**
    * Store row r as new in this write: its marks, its provenance (`creator` as `creatorId`
    * encodes it), and its place in the write's outcome (`created`; not `touched`, which holds
@@ -521,6 +521,7 @@ export class RowEngine {
    * only what differs is written.
    */
   private storeNew(rel: Rel, r: number, mark: 0 | 1 | 2, creator: number, createdAt: number, made = false): void {
+    rel.changedIn = this.writeNo;
     rel.stored[r] = 1;
     rel.storedCount++;
     if (this.handleTerms) this.indexMentions(rel, r);
@@ -642,6 +643,7 @@ export class RowEngine {
     const r = (ref - rel.no) / this.span;
     if (rel.handle[r] !== h || !rel.stored[r] || !rel.premise[r]) return;
     rel.premise[r] = 0;
+    rel.changedIn = this.writeNo;
     this.updated.add(h);
     if (!this.removalReason.has(h)) this.removalReason.set(h, reason);
     if (!rel.neg && rel.pred === "genlCx" && rel.arity === 3 && this.topology.removeEdge(this.names[rel.cols[1]![r]!]!, this.names[rel.cols[2]![r]!]!)) this.topologyChanged = true;
@@ -689,6 +691,7 @@ export class RowEngine {
   /** Row r's label before this write is about to move it (recorded once per write). */
   private touch(rel: Rel, r: number): void {
     if (rel.writeNo[r] === this.writeNo) return;
+    rel.changedIn = this.writeNo;
     rel.writeNo[r] = this.writeNo;
     rel.before[r] = rel.label[r] as Label;
     this.touched.push(r * this.span + rel.no);
@@ -696,6 +699,7 @@ export class RowEngine {
 
   /** Row r leaves the store: its handle, label before the write and reason go to the outcome. */
   private unstore(rel: Rel, r: number): void {
+    rel.changedIn = this.writeNo;
     rel.stored[r] = 0;
     rel.storedCount--;
     const h = rel.handle[r]!;
@@ -786,9 +790,14 @@ export class RowEngine {
   }
 
   /** The predicate of handle h (`implies` for a rule), without a view. */
-  predOf(h: number): string {
-    const ref = this.handleRefs[h]!;
-    return ref < 0 ? "implies" : this.relOf(ref).pred;
+  /**
+   * Whether the last write stored, removed, relabelled or re-marked a row of a relation under
+   * one of `preds` (a superset of the outcome's handles under them: what the outcome's lists
+   * could name, found per relation instead of per handle).
+   */
+  wrote(preds: ReadonlySet<string>): boolean {
+    for (const rel of this.relList) if (rel.changedIn === this.writeNo && preds.has(rel.pred)) return true;
+    return false;
   }
 
   /** The index's read API over the rows. */
