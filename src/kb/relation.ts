@@ -41,11 +41,14 @@ export class Rel {
   /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
   private lastHash = 0;
   atomNext = new Int32Array(this.cap);
-  /** Per argument position: per id, the first and last row holding it, and per row the next one (rows in the order they were added). */
-  heads: Int32Array[] = [];
-  tails: Int32Array[] = [];
+  /**
+   * Per argument position, the chains of rows holding each id, in the order they were added:
+   * per id v, [3v] the first row (-1: none), [3v + 1] the last, [3v + 2] how many (a join's
+   * choice reads the count and then the head from one cache line); `next` links the rows.
+   * A chain's count is its length: rows never leave it.
+   */
+  private chains: Int32Array[] = [];
   next: Int32Array[] = [];
-  counts: Int32Array[] = [];
   /** The relation of the other polarity (set by the engine). */
   opp: Rel | undefined;
   /** Stored rows. */
@@ -61,11 +64,27 @@ export class Rel {
   ) {
     this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
     for (let p = 0; p < arity; p++) {
-      this.heads.push(new Int32Array(64).fill(-1));
-      this.tails.push(new Int32Array(64).fill(-1));
+      this.chains.push(Rel.emptyChains(64));
       this.next.push(new Int32Array(this.cap));
-      this.counts.push(new Int32Array(64));
     }
+  }
+
+  private static emptyChains(ids: number): Int32Array {
+    const a = new Int32Array(3 * ids);
+    for (let i = 0; i < a.length; i += 3) a[i] = a[i + 1] = -1;
+    return a;
+  }
+
+  /** The first row holding id v at argument position p, or -1. */
+  head(p: number, v: number): number {
+    const c = this.chains[p]!;
+    return 3 * v < c.length ? c[3 * v]! : -1;
+  }
+
+  /** How many rows hold id v at position p (stored or not: the length of its chain). */
+  count(p: number, v: number): number {
+    const c = this.chains[p]!;
+    return 3 * v < c.length ? c[3 * v + 2]! : 0;
   }
 
   private static freeSlots(n: number): Int32Array {
@@ -139,26 +158,18 @@ export class Rel {
     for (let p = 1; p < this.arity; p++) {
       const v = t[p]!;
       this.cols[p]![r] = v;
-      let head = this.heads[p]!;
-      if (v >= head.length) {
-        const len = Math.max(v + 1, head.length * 2);
-        const wider = new Int32Array(len).fill(-1);
-        wider.set(head);
-        this.heads[p] = head = wider;
-        const tails = new Int32Array(len).fill(-1);
-        tails.set(this.tails[p]!);
-        this.tails[p] = tails;
-        const counts = new Int32Array(len);
-        counts.set(this.counts[p]!);
-        this.counts[p] = counts;
+      let c = this.chains[p]!;
+      if (3 * v >= c.length) {
+        const wider = Rel.emptyChains(Math.max(v + 1, (c.length / 3) * 2));
+        wider.set(c);
+        this.chains[p] = c = wider;
       }
-      const tail = this.tails[p]!;
-      const last = tail[v]!;
-      if (last < 0) head[v] = r;
+      const last = c[3 * v + 1]!;
+      if (last < 0) c[3 * v] = r;
       else this.next[p]![last] = r;
-      tail[v] = r;
+      c[3 * v + 1] = r;
+      c[3 * v + 2]!++;
       this.next[p]![r] = -1;
-      this.counts[p]![v]!++;
     }
     this.handle[r] = handle;
     if (at >= 0) {

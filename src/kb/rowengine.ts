@@ -422,9 +422,7 @@ export class RowEngine {
       const at = Number(pos);
       for (const rel of this.relList) {
         if (rel.neg || rel.pred !== pred || rel.arity <= at) continue;
-        const heads = rel.heads[at]!;
-        if (text >= heads.length) continue;
-        for (let r = heads[text]!; r >= 0; r = rel.next[at]![r]!) {
+        for (let r = rel.head(at, text); r >= 0; r = rel.next[at]![r]!) {
           if (rel.stored[r] && rel.premise[r] !== 0 && rel.cols[0]![r] === ctx) out.push(rel.handle[r]!);
         }
       }
@@ -1123,8 +1121,7 @@ export class RowEngine {
         free = true;
         continue;
       }
-      const counts = rel.counts[p]!;
-      const len = v < counts.length ? counts[v]! : 0;
+      const len = rel.count(p, v);
       if (len < best) {
         best = len;
         pos = p;
@@ -1148,7 +1145,7 @@ export class RowEngine {
       return;
     }
     const next = rel.next[pos]!;
-    for (let row = rel.heads[pos]![val]!; row >= 0; row = next[row]!) this.step(rule, k, fixed, rel, row);
+    for (let row = rel.head(pos, val); row >= 0; row = next[row]!) this.step(rule, k, fixed, rel, row);
   }
 
   private argsBound(t: Int32Array, arity: number): boolean {
@@ -1574,7 +1571,7 @@ export class RowIndex {
       const v = this.e.ids.get(typeof x === "string" ? x : printTerm(x));
       if (v === undefined) return; // no row holds it
       let n = 0;
-      for (const rel of rels) if (i < rel.arity && v < rel.counts[i]!.length) n += rel.counts[i]![v]!;
+      for (const rel of rels) if (i < rel.arity) n += rel.count(i, v);
       if (n < best) {
         best = n;
         pos = i;
@@ -1586,8 +1583,14 @@ export class RowIndex {
         for (let r = 0; r < rel.n; r++) if (rel.stored[r]) yield new RowNode(this.e, rel.handle[r]!, rel, r, undefined);
         continue;
       }
-      if (pos >= rel.arity || id >= rel.heads[pos]!.length) continue;
-      for (let r = rel.heads[pos]![id]!; r >= 0; r = rel.next[pos]![r]!) if (rel.stored[r]) yield new RowNode(this.e, rel.handle[r]!, rel, r, undefined);
+      if (pos >= rel.arity) continue;
+      // A chain's count is its length: the walk stops there, without reading the last row's link.
+      const next = rel.next[pos]!;
+      let r = rel.head(pos, id);
+      for (let left = rel.count(pos, id); left > 0; left--) {
+        if (rel.stored[r]) yield new RowNode(this.e, rel.handle[r]!, rel, r, undefined);
+        if (left > 1) r = next[r]!;
+      }
     }
   }
 

@@ -46,6 +46,7 @@ describe("Rel: identity and chains as the relation grows", () => {
           }
         });
         expect(rel.n).toBe(rowOf.size);
+        for (const p of [1, 2]) expect([rel.head(p, ids + 1), rel.count(p, ids + 1)]).toEqual([-1, 0]); // an id no row holds
         for (const [atom, rows] of byAtom) {
           const [a, b] = atom.split(" ").map(Number);
           probe.set([0, a!, b!]);
@@ -58,9 +59,9 @@ describe("Rel: identity and chains as the relation grows", () => {
           seen.forEach((t, r) => want.set(t[p]!, [...(want.get(t[p]!) ?? []), r]));
           for (const [v, rows] of want) {
             const listed: number[] = [];
-            for (let r = rel.heads[p]![v]!; r >= 0; r = rel.next[p]![r]!) listed.push(r);
+            for (let r = rel.head(p, v); r >= 0; r = rel.next[p]![r]!) listed.push(r);
             expect(listed).toEqual(rows);
-            expect(rel.counts[p]![v]).toBe(rows.length);
+            expect(rel.count(p, v)).toBe(rows.length);
           }
         }
       }),
