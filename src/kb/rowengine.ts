@@ -787,14 +787,13 @@ export class RowEngine {
     return rel.writeNo[r] === this.writeNo && rel.before[r] === -1;
   }
 
-  /** The predicate of handle h (`implies` for a rule), without a view. */
   /**
    * Whether the last write stored, removed, relabelled or re-marked a row of a relation under
    * one of `preds` (a superset of the outcome's handles under them: what the outcome's lists
-   * could name, found per relation instead of per handle).
+   * could name, found per relation instead of per handle, among those predicates' relations only).
    */
   wrote(preds: ReadonlySet<string>): boolean {
-    for (const rel of this.relList) if (rel.changedIn === this.writeNo && preds.has(rel.pred)) return true;
+    for (const pred of preds) for (const rel of this.byPred.get(pred) ?? NO_RELS) if (rel.changedIn === this.writeNo) return true;
     return false;
   }
 
