@@ -36,7 +36,7 @@ export class Rel {
    * atom's hash (a probe compares it before any column; a rehash reads no row): a probe reads
    * one cache line.
    */
-  private atomSlots = Rel.freeSlots(128);
+  private atomSlots = Rel.records(128, 2, 1);
   private atoms = 0;
   /** The hash `atomSlot` computed last (what `add` stores in the free slot it returned). */
   private lastHash = 0;
@@ -63,16 +63,24 @@ export class Rel {
     readonly arity: number,
   ) {
     this.cols = Array.from({ length: arity }, () => new Int32Array(this.cap));
+    // Position 0 (the context) is not indexed: its chains and links stay empty.
+    const NONE = new Int32Array(0);
     for (let p = 0; p < arity; p++) {
-      this.chains.push(Rel.emptyChains(64));
-      this.next.push(new Int32Array(this.cap));
+      this.chains.push(p === 0 ? NONE : Rel.emptyChains(64));
+      this.next.push(p === 0 ? NONE : new Int32Array(this.cap));
     }
   }
 
-  private static emptyChains(ids: number): Int32Array {
-    const a = new Int32Array(3 * ids);
-    for (let i = 0; i < a.length; i += 3) a[i] = a[i + 1] = -1;
+  /** `n` records of `width` int32s each, the first `unset` of every record -1 (none), the rest 0. */
+  private static records(n: number, width: number, unset: number): Int32Array {
+    const a = new Int32Array(n * width);
+    for (let i = 0; i < a.length; i += width) for (let k = 0; k < unset; k++) a[i + k] = -1;
     return a;
+  }
+
+  /** Chains for `ids` ids: first and last row none, count 0. */
+  private static emptyChains(ids: number): Int32Array {
+    return Rel.records(ids, 3, 2);
   }
 
   /** The first row holding id v at argument position p, or -1. */
@@ -85,12 +93,6 @@ export class Rel {
   count(p: number, v: number): number {
     const c = this.chains[p]!;
     return 3 * v < c.length ? c[3 * v + 2]! : 0;
-  }
-
-  private static freeSlots(n: number): Int32Array {
-    const a = new Int32Array(2 * n);
-    for (let i = 0; i < a.length; i += 2) a[i] = -1;
-    return a;
   }
 
   private hash(t: Int32Array, from = 0): number {
@@ -193,7 +195,7 @@ export class Rel {
       return b;
     };
     this.cols = this.cols.map(wider);
-    this.next = this.next.map(wider);
+    this.next = this.next.map((a, p) => (p === 0 ? a : wider(a)));
     this.handle = wider(this.handle);
     this.stored = wider(this.stored);
     this.premise = wider(this.premise);
@@ -213,7 +215,7 @@ export class Rel {
 
   private rehashAtoms(): void {
     const old = this.atomSlots;
-    const slots = (this.atomSlots = Rel.freeSlots(old.length));
+    const slots = (this.atomSlots = Rel.records(old.length, 2, 1));
     const mask = old.length - 1;
     for (let j = 0; j < old.length; j += 2) {
       if (old[j]! < 0) continue;
