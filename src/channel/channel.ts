@@ -1,7 +1,6 @@
 /**
- * The agent's moves and reads over a channel (seed: koinii-channel-api; design.md "The
- * channel library"). Written once against Medium, so every call runs the same over `wire`
- * and `local`. A handle is `{medium, agent, context, channel}`, threaded first into every
+ * The agent's moves and reads over a channel (docs/channel.md). Written once against
+ * Medium, so every call runs the same over `wire` and `local`. A handle is `{medium, agent, context, channel}`, threaded first into every
  * call; every write goes to the agent's own context (D8), creator-stamped.
  *
  *   const h = await join(wire({ url }), "CxDeploy", "AgentAtlas");

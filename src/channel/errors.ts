@@ -8,7 +8,7 @@
  */
 import { isKbError, type Problem } from "../kb/errors.js";
 
-/** Types the channel itself answers (every other type is the daemon's or the engine's, see wire.md "Errors"). */
+/** Types the channel itself answers (every other type is the daemon's or the engine's, see docs/wire.md "Errors"). */
 export const CHANNEL_ERROR_TYPES = [
   /** replyMany: the dry run found problems; nothing was stored (`problems` says which). */
   "reply-inadmissible",

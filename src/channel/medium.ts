@@ -1,5 +1,5 @@
 /**
- * The transport a channel runs over (seed: "Medium protocol"). Two implementations: `wire`
+ * The transport a channel runs over (docs/channel.md). Two implementations: `wire`
  * (a daemon connection, the cross-process shape) and `local` (an in-process KB). Everything
  * in channel.ts, identity.ts and catchup.ts is written once against this interface; the two
  * differ only where the engine does, in how a subscription is delivered.
@@ -71,7 +71,7 @@ export interface DisputeMedium {
 export type FeedAdded = SentexRecord & { bindings?: Record<string, string> };
 export type FeedRemoved = RemovedEntry & { bindings?: Record<string, string> };
 
-/** One settle's belief diff, filtered to what the subscription watches (wire.md "The change feed"). */
+/** One settle's belief diff, filtered to what the subscription watches (docs/wire.md "The change feed"). */
 export interface FeedEvent {
   seq: Seq;
   added: FeedAdded[];

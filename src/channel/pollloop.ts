@@ -1,6 +1,6 @@
 /**
  * The wire subscription: a poll loop over a cursor feed, running off the caller's work
- * (seed: "subscribe runs the feed's poll loop OFF the agent's own thread"). Each answer's
+ * (the channel API: "subscribe runs the feed's poll loop OFF the agent's own thread"). Each answer's
  * events go to a Delivery queue and the loop polls again at once; callbacks never hold it.
  *
  * Ending conditions, each said out loud through onError except `stop`:

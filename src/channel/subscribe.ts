@@ -1,5 +1,5 @@
 /**
- * Subscriptions, agent handle first (seed: subscribe / unsubscribe). The medium decides the
+ * Subscriptions, agent handle first (docs/channel.md). The medium decides the
  * delivery: over `wire` a poll loop off the caller's work (pollloop.ts), over `local` a KB
  * listener; both hand events to a bounded queue, so a slow or throwing callback never holds
  * the writer, another subscription or the next poll. Forward-only: history that predates

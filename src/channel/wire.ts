@@ -1,6 +1,6 @@
 /**
  * The wire medium: a connection to one daemon or to several daemons of a cluster, over
- * undici (wire.md, docs/channel.md "Several daemons"). One keep-alive Pool per daemon (no
+ * undici (docs/wire.md, docs/channel.md "Several daemons"). One keep-alive Pool per daemon (no
  * connection cap, so a parked long poll never queues a write behind it); each request's
  * timeout is `timeoutMs`, extended by the long-poll wait for `poll`; every `{ok: false}`
  * answer becomes a ChannelError with the daemon's `type`, `status`, `problems`.
@@ -42,7 +42,7 @@ export interface WireConnection {
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_FAILOVER_MS = 15_000;
 export const DEFAULT_MAX_RETRY_AFTER_MS = 2_000;
-/** The daemon caps a park at 30 000 ms (wire.md); the client never waits for more than that plus timeoutMs. */
+/** The daemon caps a park at 30 000 ms (docs/wire.md); the client never waits for more than that plus timeoutMs. */
 export const MAX_WAIT_MS = 30_000;
 /** The pause after a round in which no node took the write, doubling up to the max. */
 const ROUND_PAUSE_MS = 50;

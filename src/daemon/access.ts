@@ -1,5 +1,5 @@
 /**
- * Identity and access (K4, wire.md "Identity and access"): the three postures, bearer
+ * Identity and access (K4, docs/wire.md "Identity and access"): the three postures, bearer
  * tokens compared in constant time, agent tokens stored hashed, and the write boundary.
  *
  *   const access = await Access.open(kb, { adminToken: process.env.KOINII_ADMIN_TOKEN });

@@ -1,5 +1,5 @@
 /**
- * The routes of disputes, adjudication and belief (issue 6, design.md K5/K6,
+ * The routes of disputes, adjudication and belief (issue 6, docs/decisions.md K5/K6,
  * docs/disputes.md): the in-process core (kb/disputes, kb/adjudication, kb/belief) served
  * over the wire, one entry per call, in the route table's shape (zod body and answer).
  *

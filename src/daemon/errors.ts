@@ -1,5 +1,5 @@
 /**
- * The ONE place that maps every wire error `type` to its HTTP status (wire.md "Errors"):
+ * The ONE place that maps every wire error `type` to its HTTP status (docs/wire.md "Errors"):
  * the engine's refusals, the feed's, and the daemon's own. A type has exactly one status;
  * nothing elsewhere invents a type string or picks a status.
  *
@@ -48,7 +48,7 @@ const KOINII_REFUSALS = { "arbiter-is-party": 400, "not-own-statement": 400 } as
 /** Every type with its status. Typed as a total record: a new engine or feed type fails to compile until it is mapped here. */
 export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   ...KOINII_REFUSALS,
-  // request refusals (wire.md): the caller's fault, 400
+  // request refusals (docs/wire.md): the caller's fault, 400
   "parse-error": 400,
   "not-ground": 400,
   naming: 400,
@@ -68,14 +68,14 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "bad-encoding": 400,
   // An atom or a context (or other) name over --max-atom-bytes.
   "too-long": 400,
-  // Not in wire.md; the engine refuses a sentence over a parse or derivation limit (docs/daemon.md).
+  // Not in docs/wire.md; the engine refuses a sentence over a parse or derivation limit (docs/daemon.md).
   "limit-reached": 400,
   "unknown-handle": 404,
   // A read over a named work bound (maxQuerySteps, maxResults, maxReadMs): narrow it.
   "too-costly": 422,
   // An Idempotency-Key this caller already used for another request (method, path or body differ).
   "idempotency-key-reused": 422,
-  // Not in wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
+  // Not in docs/wire.md: a lease held by another agent (the engine's `claimed`); a conflict, retry after it frees.
   claimed: 409,
   // A write sent to a follower: the answer's Location is the same path on the writer (docs/cluster.md).
   "not-writer": 307,
@@ -83,7 +83,7 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   unauthorized: 401,
   forbidden: 403,
   "foreign-context": 403,
-  // Not in wire.md: an agent token naming another agent as the arbiter of a ruling or the owner of a disregard (docs/disputes.md).
+  // Not in docs/wire.md: an agent token naming another agent as the arbiter of a ruling or the owner of a disregard (docs/disputes.md).
   "foreign-agent": 403,
   "registry-forbidden": 403,
   "cross-origin": 403,
@@ -94,15 +94,15 @@ export const WIRE_ERROR_STATUS: Readonly<Record<WireErrorType, number>> = {
   "request-timeout": 408,
   // Open mode: the Host header names no bound loopback name (a DNS-rebinding page, say).
   misdirected: 421,
-  // Not in wire.md: request headers over Node's limit (16 KiB), refused before any route runs.
+  // Not in docs/wire.md: request headers over Node's limit (16 KiB), refused before any route runs.
   "headers-too-large": 431,
   "not-json": 415,
   "too-many-subscriptions": 429,
   "too-many-waiters": 429,
-  // Not in wire.md: the /mcp mount's open sessions reached maxSessions (docs/mcp.md).
+  // Not in docs/wire.md: the /mcp mount's open sessions reached maxSessions (docs/mcp.md).
   "too-many-sessions": 429,
   "internal-error": 500,
-  // Not in wire.md: the daemon is stopping (SIGTERM) or the store closed (docs/daemon.md).
+  // Not in docs/wire.md: the daemon is stopping (SIGTERM) or the store closed (docs/daemon.md).
   "shutting-down": 503,
   closed: 503,
   // K12: the store failed; the daemon stopped accepting work and is exiting (docs/daemon.md).

@@ -50,7 +50,7 @@ export function openApiDocument(table: readonly RouteDef[], version: string): Js
   paths["/metrics"] = { get: { summary: "Prometheus metrics", security: [{ bearer: [] }], responses: { "200": { description: "ok", content: { "text/plain": {} } } } } };
   return {
     openapi: "3.1.0",
-    info: { title: "koinii daemon", version, description: "The wire contract (wire.md). Every answer is {ok: true, ...} or {ok: false, type, error, ...}." },
+    info: { title: "koinii daemon", version, description: "The wire contract (docs/wire.md). Every answer is {ok: true, ...} or {ok: false, type, error, ...}." },
     components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     paths,
     "x-error-types": WIRE_ERROR_STATUS,

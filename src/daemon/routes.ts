@@ -1,5 +1,5 @@
 /**
- * The route table of wire.md: each route's method, path, access, zod schemas (validation,
+ * The route table of docs/wire.md: each route's method, path, access, zod schemas (validation,
  * types and OpenAPI from one source) and handler. server.ts registers them; openapi.ts
  * documents them.
  */

@@ -1,5 +1,5 @@
 /**
- * The daemon: fastify on an in-process KB (wire.md). Constructible in-process, so tests and
+ * The daemon: fastify on an in-process KB (docs/wire.md). Constructible in-process, so tests and
  * benchmarks can run it without a child process:
  *
  *   const kb = await openKb({ path: "./data/koinii.db", contextsDir: "./contexts" });

@@ -1,6 +1,6 @@
 /**
  * What a subscription watches, and the per-event filter that honours it without re-running
- * the goal (wire.md "The change feed"): each added or removed entry's sentence is matched
+ * the goal (docs/wire.md "The change feed"): each added or removed entry's sentence is matched
  * against the goal literal, and its context must be in the watch context's cone.
  *
  *   const w = compileWatch({ goal: "(dog ?x)", context: "CxPets" });

@@ -334,7 +334,7 @@ export class FeedHub {
     sub.polledAt = this.now();
     let answer = await this.collect(sub, cursor, limit);
     // A log scan that stopped at maxScanEvents with nothing matched goes on after yielding
-    // the event loop, so an answer without events always means "caught up" (wire.md).
+    // the event loop, so an answer without events always means "caught up" (docs/wire.md).
     while (answer.events.length === 0 && answer.lagged === 0 && answer.cursor < sub.logUpTo) {
       await yieldTurn();
       if (this.subs.get(sub.token) !== sub) throw unknownSubscription();

@@ -1,6 +1,6 @@
 /**
  * One subscription: what it watches, who owns it, where it started, its ring of undelivered
- * events and what it lost. Cursors are seqs (wire.md): events with seq <= `logUpTo` are read
+ * events and what it lost. Cursors are seqs (docs/wire.md): events with seq <= `logUpTo` are read
  * back from the durable log, newer ones from the ring.
  */
 import { Ring } from "./ring.js";

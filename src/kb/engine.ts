@@ -4,7 +4,7 @@
  * the sentexes and the settling are the row engine's (rowengine.ts): integer rows, a view
  * made when a reader asks.
  *
- * Semantics (design.md "The model", reference §1.5, §1.6, §3), stated as the fixpoint the
+ * Semantics (docs/rules.md "The semantics the engine keeps"), stated as the fixpoint the
  * incremental code must always agree with:
  *  1. MONO = monotonic premises, plus every conclusion of a firing whose antecedents are
  *     all in MONO (a rule confers monotonic strength; a conclusion is as strong as its
@@ -330,7 +330,7 @@ export class Engine {
     }
   }
 
-  /** A target-following meta-sentex must name stored targets (wire.md: never outlives nor predates its target). */
+  /** A target-following meta-sentex must name stored targets (docs/wire.md: never outlives nor predates its target). */
   private checkTarget(atom: List, removing: ReadonlySet<number>, decls: PredDecls): void {
     const pred = atom[0] as string;
     if (!(decls.targetFollowing ??= this.isMarked("targetFollowingPredicate", pred))) return;

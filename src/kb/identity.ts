@@ -1,5 +1,5 @@
 /**
- * Agent identity conventions (design.md "The model"): an agent `AgentAtlas` writes only its
+ * Agent identity conventions (docs/kb.md "Identity conventions"): an agent `AgentAtlas` writes only its
  * own context `CxAtlas` (K4), which is also its belief context (K6).
  *
  *   contextFor("AgentAtlas") // "CxAtlas"

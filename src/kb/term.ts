@@ -1,5 +1,5 @@
 /**
- * Terms: the sentence syntax of wire.md, parsed to a compact form and printed back in
+ * Terms: the sentence syntax of docs/wire.md, parsed to a compact form and printed back in
  * canonical text.
  *
  * Representation (K1): an atom is a JS string holding its own canonical text, a list is an

@@ -1,5 +1,5 @@
 /**
- * The three access postures of wire.md against real daemon processes: open loopback (with a
+ * The three access postures of docs/wire.md against real daemon processes: open loopback (with a
  * warning), the admin token, and per-agent tokens with the write boundary.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";

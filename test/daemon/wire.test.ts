@@ -1,5 +1,5 @@
 /**
- * Every route of wire.md against a real daemon process (open loopback posture), and every
+ * Every route of docs/wire.md against a real daemon process (open loopback posture), and every
  * request-refusal type with its status.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";

@@ -1,7 +1,7 @@
 /**
  * docs/wire.md is the HTTP contract in this repository: checked here against the OpenAPI
  * document a real daemon serves, so the two cannot drift. Every route the daemon documents
- * is in a route table of wire.md with its method and path, every route wire.md lists
+ * is in a route table of docs/wire.md with its method and path, every route docs/wire.md lists
  * exists, and the errors table is exactly the daemon's type -> status table.
  */
 import { readFileSync } from "node:fs";
@@ -46,7 +46,7 @@ describe("docs/wire.md against the daemon's /openapi.json", () => {
     expect(served().filter((r) => !documented.has(r))).toEqual([]);
   });
 
-  it("every route wire.md documents exists, and none is listed twice", () => {
+  it("every route docs/wire.md documents exists, and none is listed twice", () => {
     const routes = new Set(served());
     const documented = documentedRoutes(DOC);
     expect(documented.filter((r) => !routes.has(r))).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * The model-backed composer (design.md K10): one Messages API call through
+ * The model-backed composer (docs/decisions.md K10): one Messages API call through
  * @anthropic-ai/sdk. The persona and the rules go in `system`; recall, history and the
  * message go in the user turn as one JSON document between fixed markers, with `<` and
  * `>` escaped so no text inside can close the block (R10). The caller still guards and

@@ -1,5 +1,5 @@
 /**
- * The composer used when no model is configured (design.md K10). It writes only from
+ * The composer used when no model is configured (docs/decisions.md K10). It writes only from
  * what the request carries: it picks the recalled facts that share the most words with
  * the message and quotes them, says it is the bounded responder, and says a studio
  * session will follow up. It never echoes the message, never invents history, and never

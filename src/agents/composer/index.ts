@@ -1,5 +1,5 @@
 /**
- * The composer seam's public surface (design.md K10): `createComposer(env)` picks the
+ * The composer seam's public surface (docs/decisions.md K10): `createComposer(env)` picks the
  * Anthropic composer when `ANTHROPIC_API_KEY` is set, the deterministic one otherwise.
  */
 import { AnthropicComposer, defaultAnthropicModels } from "./anthropic.js";

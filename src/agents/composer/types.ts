@@ -1,5 +1,5 @@
 /**
- * The composer seam (design.md K10): every agent that writes prose (the responder's DM
+ * The composer seam (docs/decisions.md K10): every agent that writes prose (the responder's DM
  * replies, the mail agent's drafts and commitment proposals) asks a Composer; the floor
  * agent's turns, which may be left empty, ask a TurnComposer (below). The Anthropic-backed
  * composer is used when a key is configured; a deterministic composer grounded in the same

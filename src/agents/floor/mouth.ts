@@ -1,7 +1,7 @@
 /**
  * The mouth: whatever turns an offered turn into speech or silence. The realtime voice
  * model lives outside this folder behind this interface; the default implementation writes
- * a text reply through the composer seam (design.md K10).
+ * a text reply through the composer seam (docs/decisions.md K10).
  */
 import { ComposeError } from "../composer/anthropic.js";
 import type { TurnComposer, TurnRequest } from "../composer/types.js";

@@ -2,7 +2,7 @@
  * `koinii responder`: run the bounded responder as a channel member, and
  * `koinii responder verify-audit <file>`: check an audit chain.
  *
- * Every option has an environment fallback (reference/agents.md §1.7). Both kill switches
+ * Every option has an environment fallback (docs/agents-responder.md "Options"). Both kill switches
  * default off: without `RESPONDER_ENABLED=1`, or with a charter whose `enabled` is not
  * `true`, it says why on stderr and exits 0, having written only the kill-switch marker
  * (`<data>/switched-off.json`, R22) and connected to nothing.
