@@ -1,7 +1,8 @@
 /**
  * The agent's moves and reads over a channel (docs/channel.md). Written once against
- * Medium, so every call runs the same over `wire` and `local`. A handle is `{medium, agent, context, channel}`, threaded first into every
- * call; every write goes to the agent's own context (D8), creator-stamped.
+ * Medium, so every call runs the same over `wire` and `local`. A handle is `{medium, agent,
+ * context, channel}`, threaded first into every call; every write goes to the agent's own
+ * context (D8), creator-stamped.
  *
  *   const h = await join(wire({ url }), "CxDeploy", "AgentAtlas");
  *   const q = await poseQuery(h, "(usesDatabase ProdCluster ?db)");
