@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openKb, type Kb, type Durability } from "../src/kb/index.js";
-import { Suite, nowNs, elapsedMs, percentile, heapUsed, gc, rss } from "./lib.js";
+import { Suite, nowNs, elapsedMs, percentile, heapUsed, gc, rss, WARMUP_RUNS } from "./lib.js";
 
 const CONTEXTS = join(process.cwd(), "contexts");
 const tmp = () => mkdtempSync(join(tmpdir(), "koinii-bench-"));
@@ -34,12 +34,6 @@ function rawDb(path: string, durability: Durability): Database.Database {
 }
 
 const RUNS = 3;
-/**
- * Untimed runs of each side before its timed ones (B14). In a fresh process our first runs
- * of 5 000 single asserts took 76 and 61 us an assert, the next ones 45-53 us: V8 compiling
- * the write path, which a raw statement call does not have. The daemon runs warm.
- */
-const WARMUP_RUNS = 2;
 
 interface Rates {
   raw: number;

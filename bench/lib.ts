@@ -66,6 +66,14 @@ export function fmt(v: number): string {
   return v.toPrecision(3);
 }
 
+/**
+ * Untimed runs of each side before its timed ones, in the benches that time whole runs (kb's
+ * rates, B14; rules' materializations, B16). In a fresh process our first runs pay V8
+ * compiling the path: 5 000 single asserts took 76 and 61 us an assert, the next ones 45-53;
+ * chain200's first three materializations took 56-67, 22-32 and 10-13 ms, later ones 7-9 ms.
+ */
+export const WARMUP_RUNS = 2;
+
 export const nowNs = (): bigint => process.hrtime.bigint();
 export const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
 

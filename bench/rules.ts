@@ -30,7 +30,7 @@
  * across the materialization, in a fresh process per system.
  */
 import { spawnSync } from "node:child_process";
-import { Suite, nowNs, elapsedMs } from "./lib.js";
+import { Suite, nowNs, elapsedMs, WARMUP_RUNS } from "./lib.js";
 import { DurableFloor, graph, openClosure, type Closure, type Edge, type SystemName } from "./closure.js";
 
 const DS_CAP_MS = 120_000;
@@ -49,14 +49,6 @@ interface Scenario {
   incrementalTargets: boolean;
   datascript: boolean;
 }
-
-/**
- * Untimed materializations of every system before its timed ones (B16), as the kb bench's
- * rates have (B14) and DataScript's child has: in a fresh process chain200's first three
- * materializations by our engine took 56-67, 22-32 and 10-13 ms and the later ones 7-9 ms
- * (V8 compiling the settle and the joins), the plain closure's 10, then 1.5-3 ms.
- */
-const WARMUP_RUNS = 2;
 
 interface Materialized<C> {
   /** The best timed run. */

@@ -215,7 +215,7 @@ export class Rel {
 
   private rehashAtoms(): void {
     const old = this.atomSlots;
-    const slots = (this.atomSlots = Rel.records(old.length, 2, 1));
+    const slots = (this.atomSlots = Rel.records(2 * (old.length >>> 1), 2, 1)); // twice the slots
     const mask = old.length - 1;
     for (let j = 0; j < old.length; j += 2) {
       if (old[j]! < 0) continue;
